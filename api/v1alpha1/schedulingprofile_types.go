@@ -1,0 +1,246 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// SchedulingProfileSpec is an upstream KubeSchedulerProfile
+// (kubescheduler.config.k8s.io/v1), field for field and with the same JSON
+// names, so a profile pasted from a kube-scheduler configuration file is
+// accepted unchanged.
+type SchedulingProfileSpec struct {
+	// SchedulerName is the value of pod.spec.schedulerName this profile serves.
+	// When unset the profile's metadata.name is used.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	SchedulerName *string `json:"schedulerName,omitempty"`
+
+	// PercentageOfNodesToScore is the percentage of all nodes that, once found
+	// feasible, stops the search for more feasible nodes. 0 or unset means the
+	// adaptive default; 100 checks every node.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
+
+	// Plugins enables and disables plugins per extension point. Unset means
+	// the upstream default profile with the plugins built so far.
+	// +optional
+	Plugins *Plugins `json:"plugins,omitempty"`
+
+	// PluginConfig holds the arguments of each plugin, in the upstream *Args
+	// kinds where the plugin exists upstream.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
+}
+
+// Plugins lists the plugins to enable or disable at each extension point, as
+// upstream's Plugins type.
+type Plugins struct {
+	// +optional
+	PreEnqueue PluginSet `json:"preEnqueue,omitempty"`
+	// +optional
+	QueueSort PluginSet `json:"queueSort,omitempty"`
+	// +optional
+	PreFilter PluginSet `json:"preFilter,omitempty"`
+	// +optional
+	Filter PluginSet `json:"filter,omitempty"`
+	// +optional
+	PostFilter PluginSet `json:"postFilter,omitempty"`
+	// +optional
+	PreScore PluginSet `json:"preScore,omitempty"`
+	// +optional
+	Score PluginSet `json:"score,omitempty"`
+	// +optional
+	Reserve PluginSet `json:"reserve,omitempty"`
+	// +optional
+	Permit PluginSet `json:"permit,omitempty"`
+	// +optional
+	PreBind PluginSet `json:"preBind,omitempty"`
+	// +optional
+	Bind PluginSet `json:"bind,omitempty"`
+	// +optional
+	PostBind PluginSet `json:"postBind,omitempty"`
+	// MultiPoint enables a plugin at every extension point it implements.
+	// Plugins set at a specific extension point take precedence.
+	// +optional
+	MultiPoint PluginSet `json:"multiPoint,omitempty"`
+	// PlacementGenerate, PlacementScore and PodGroupPostFilter are upstream's
+	// pod-group (workload) scheduling points. They are accepted so that any
+	// upstream profile can be pasted, but profile-scheduler schedules pods one
+	// at a time and refuses a profile that enables plugins there.
+	// +optional
+	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
+	// +optional
+	PlacementScore PluginSet `json:"placementScore,omitempty"`
+	// +optional
+	PodGroupPostFilter PluginSet `json:"podGroupPostFilter,omitempty"`
+}
+
+// PluginSet is the plugins enabled and disabled at one extension point.
+type PluginSet struct {
+	// Enabled plugins run in the order given, after the default plugins
+	// that are not disabled.
+	// +optional
+	Enabled []Plugin `json:"enabled,omitempty"`
+	// Disabled plugins are removed from the defaults; name '*' disables all
+	// default plugins of the extension point.
+	// +optional
+	Disabled []Plugin `json:"disabled,omitempty"`
+}
+
+// Plugin names a plugin and, for Score, its weight.
+type Plugin struct {
+	// Name of the plugin.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Weight of a Score plugin; unset means 1. Only used at Score.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Weight *int32 `json:"weight,omitempty"`
+}
+
+// PluginConfig is the arguments of one plugin.
+type PluginConfig struct {
+	// Name of the plugin the arguments are for.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Args is the plugin's arguments, an upstream *Args kind where the plugin
+	// exists upstream; apiVersion and kind may be omitted.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Args runtime.RawExtension `json:"args,omitempty"`
+}
+
+// ResolvedPlugin is a plugin that really runs at an extension point.
+type ResolvedPlugin struct {
+	// Name of the plugin.
+	Name string `json:"name"`
+	// Weight applied to the plugin's scores; set only at Score.
+	// +optional
+	Weight int32 `json:"weight,omitempty"`
+}
+
+// ResolvedPlugins is what really runs at each extension point, in order,
+// after defaults, multiPoint expansion and disabling.
+type ResolvedPlugins struct {
+	// +optional
+	PreEnqueue []ResolvedPlugin `json:"preEnqueue,omitempty"`
+	// +optional
+	QueueSort []ResolvedPlugin `json:"queueSort,omitempty"`
+	// +optional
+	PreFilter []ResolvedPlugin `json:"preFilter,omitempty"`
+	// +optional
+	Filter []ResolvedPlugin `json:"filter,omitempty"`
+	// +optional
+	PostFilter []ResolvedPlugin `json:"postFilter,omitempty"`
+	// +optional
+	PreScore []ResolvedPlugin `json:"preScore,omitempty"`
+	// +optional
+	Score []ResolvedPlugin `json:"score,omitempty"`
+	// +optional
+	Reserve []ResolvedPlugin `json:"reserve,omitempty"`
+	// +optional
+	Permit []ResolvedPlugin `json:"permit,omitempty"`
+	// +optional
+	PreBind []ResolvedPlugin `json:"preBind,omitempty"`
+	// +optional
+	Bind []ResolvedPlugin `json:"bind,omitempty"`
+	// +optional
+	PostBind []ResolvedPlugin `json:"postBind,omitempty"`
+}
+
+// SchedulingProfileStatus is what the operator observes of a profile.
+type SchedulingProfileStatus struct {
+	// ObservedGeneration is the generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// SchedulerName is the schedulerName this profile claims: spec.schedulerName,
+	// or metadata.name when that is unset.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// ServingGeneration is the generation of the spec whose instance serves
+	// pods now. It lags observedGeneration while an invalid update is refused.
+	// +optional
+	ServingGeneration int64 `json:"servingGeneration,omitempty"`
+
+	// Plugins is what the serving instance runs at each extension point.
+	// +optional
+	Plugins *ResolvedPlugins `json:"plugins,omitempty"`
+
+	// OmittedDefaultPlugins lists the upstream default plugins this profile
+	// would run on kube-scheduler that profile-scheduler does not provide yet.
+	// +optional
+	// +listType=atomic
+	OmittedDefaultPlugins []string `json:"omittedDefaultPlugins,omitempty"`
+
+	// Conditions: Accepted and Active.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Condition types and reasons of a SchedulingProfile.
+const (
+	// ProfileAccepted is True when the current spec is valid and its
+	// instance was built.
+	ProfileAccepted = "Accepted"
+	// ProfileActive is True when an instance of this profile serves pods.
+	ProfileActive = "Active"
+
+	// ReasonBuilt: the spec was valid and its instance was built.
+	ReasonBuilt = "Built"
+	// ReasonInvalidSpec: the spec cannot be built; the message says why.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSchedulerNameConflict: an older profile claims the same schedulerName.
+	ReasonSchedulerNameConflict = "SchedulerNameConflict"
+	// ReasonReservedSchedulerName: the schedulerName is reserved for another scheduler.
+	ReasonReservedSchedulerName = "ReservedSchedulerName"
+	// ReasonServing: an instance of the profile is taking pods.
+	ReasonServing = "Serving"
+	// ReasonNotServing: no instance of the profile is taking pods.
+	ReasonNotServing = "NotServing"
+)
+
+// SchedulingProfile is a scheduler profile as a resource: pods whose
+// spec.schedulerName names it are scheduled by a live framework instance
+// built from its spec, and a change to the spec takes effect without restart.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=sp;sprofile
+// +kubebuilder:printcolumn:name="SchedulerName",type=string,JSONPath=`.status.schedulerName`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.schedulerName) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"
+type SchedulingProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec SchedulingProfileSpec `json:"spec,omitempty"`
+	// +optional
+	Status SchedulingProfileStatus `json:"status,omitempty"`
+}
+
+// SchedulingProfileList is a list of SchedulingProfiles.
+//
+// +kubebuilder:object:root=true
+type SchedulingProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SchedulingProfile `json:"items"`
+}

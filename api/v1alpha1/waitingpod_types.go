@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Decision is what a person decided for a pod held at Permit.
+// +kubebuilder:validation:Enum=Approve;Reject
+type Decision string
+
+const (
+	// DecisionApprove allows every Permit plugin that holds the pod.
+	DecisionApprove Decision = "Approve"
+	// DecisionReject rejects the pod; it returns to pending with the reason.
+	DecisionReject Decision = "Reject"
+)
+
+// WaitingPodSpec is a person's intent about a held pod. Once a decision is
+// set neither it nor its reason and author can change, as with an approved
+// CertificateSigningRequest.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == oldSelf.decision)",message="decision cannot be changed once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || ((has(self.reason) ? self.reason : ”) == (has(oldSelf.reason) ? oldSelf.reason : ”) && (has(self.decidedBy) ? self.decidedBy : ”) == (has(oldSelf.decidedBy) ? oldSelf.decidedBy : ”))",message="reason and decidedBy cannot be changed once a decision is set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.podUID) || (has(self.podUID) && self.podUID == oldSelf.podUID)",message="podUID cannot be changed once set"
+type WaitingPodSpec struct {
+	// PodUID is the pod the decision applies to. A decision never applies to
+	// another pod that later takes the same name.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+
+	// Decision is Approve or Reject.
+	// +optional
+	Decision Decision `json:"decision,omitempty"`
+
+	// Reason is why the decision was made; it is shown on the pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+
+	// DecidedBy is the user who made the decision.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	DecidedBy string `json:"decidedBy,omitempty"`
+}
+
+// PendingPlugin is a Permit plugin that still holds the pod.
+type PendingPlugin struct {
+	// Name of the Permit plugin.
+	Name string `json:"name"`
+	// Deadline is when the plugin's wait ends on its own.
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+}
+
+// WaitingPodStatus is what the scheduler observes of a held pod.
+type WaitingPodStatus struct {
+	// PodUID is the pod the scheduler holds.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+	// Profile is the schedulerName of the instance holding the pod.
+	// +optional
+	Profile string `json:"profile,omitempty"`
+	// NodeName is the node whose resources are reserved for the pod.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// PendingPlugins are the Permit plugins that still hold the pod.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	PendingPlugins []PendingPlugin `json:"pendingPlugins,omitempty"`
+	// Expires is the earliest deadline of the pending plugins.
+	// +optional
+	Expires *metav1.Time `json:"expires,omitempty"`
+	// Conditions: Waiting, Approved, Rejected, Expired.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Condition types of a WaitingPod.
+const (
+	// WaitingPodWaiting is True while a Permit plugin holds the pod.
+	WaitingPodWaiting = "Waiting"
+	// WaitingPodApproved is True once an approval reached the scheduler.
+	WaitingPodApproved = "Approved"
+	// WaitingPodRejected is True once the pod was rejected, by a person or a plugin.
+	WaitingPodRejected = "Rejected"
+	// WaitingPodExpired is True when a wait ended because its deadline passed.
+	WaitingPodExpired = "Expired"
+)
+
+// WaitingPod is a pod held at the Permit extension point, made visible so a
+// person can approve or reject it. It has the namespace and name of its Pod
+// and is owned by it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wp
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.ownerReferences[0].name`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
+// +kubebuilder:printcolumn:name="Plugins",type=string,JSONPath=`.status.pendingPlugins[*].name`
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
+// +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WaitingPod struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec WaitingPodSpec `json:"spec"`
+	// +optional
+	Status WaitingPodStatus `json:"status,omitempty"`
+}
+
+// WaitingPodList is a list of WaitingPods.
+//
+// +kubebuilder:object:root=true
+type WaitingPodList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WaitingPod `json:"items"`
+}

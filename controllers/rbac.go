@@ -1,0 +1,21 @@
+// Package controllers holds the reconcilers that connect the API to the
+// scheduling loop: SchedulingProfiles become live framework instances and
+// WaitingPods carry people's Permit decisions. Reconcilers stay thin; the
+// scheduling behaviour lives in scheduler/.
+package controllers
+
+// What the operator needs, and nothing more: the scheduler reads nodes, pods
+// and the objects its plugins consult, binds pods, reports to pods and events,
+// and owns its two kinds.
+//
+// +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
