@@ -1,0 +1,117 @@
+package framework
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+)
+
+// Handle is what a plugin factory receives: data and tools of the framework
+// instance the plugin belongs to. Plugins keep it for their lifetime.
+type Handle interface {
+	// PodNominator gives access to pods nominated by preemption.
+	PodNominator
+	// PodActivator moves pods to the active queue.
+	PodActivator
+	// PluginsRunner runs this instance's plugins (used by preemption).
+	PluginsRunner
+
+	// SnapshotSharedLister returns the snapshot taken at the start of the
+	// current scheduling cycle. Use it only in the scheduling cycle
+	// (PreFilter to Permit): the binding cycle and PreEnqueue/queueing
+	// hints run concurrently with later snapshots; use the informers there.
+	SnapshotSharedLister() SharedLister
+
+	// IterateOverWaitingPods calls callback for each pod waiting at Permit,
+	// under the waiting-pods read lock: callback must not add or remove
+	// waiting pods of this instance.
+	IterateOverWaitingPods(callback func(WaitingPod))
+	// GetWaitingPod returns the waiting pod with uid, or nil.
+	GetWaitingPod(uid types.UID) WaitingPod
+	// RejectWaitingPod rejects the waiting pod with uid; false if there is none.
+	RejectWaitingPod(uid types.UID) bool
+
+	// ClientSet returns the Kubernetes client.
+	ClientSet() clientset.Interface
+	// EventRecorder records events on behalf of the scheduler.
+	EventRecorder() events.EventRecorderLogger
+	// SharedInformerFactory returns the informers shared by all instances.
+	SharedInformerFactory() informers.SharedInformerFactory
+
+	// RunFilterPluginsWithNominatedPods runs Filter for pod on info, also
+	// accounting for pods of equal or higher priority nominated to the node.
+	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, info *NodeInfo) *Status
+
+	// Parallelizer runs work in parallel with the scheduler's parallelism.
+	Parallelizer() Parallelizer
+
+	// ProfileName returns the schedulerName of the profile.
+	ProfileName() string
+}
+
+// Framework is one profile's plugins, ready to run: what the scheduling
+// loop and the queue use. Plugins only see the Handle part.
+type Framework interface {
+	Handle
+
+	// PreEnqueuePlugins returns the PreEnqueue plugins, in order.
+	PreEnqueuePlugins() []PreEnqueuePlugin
+	// EnqueueExtensions returns, for every plugin that can reject pods, the
+	// events it registered (the wildcard set for those that registered none).
+	EnqueueExtensions() []EnqueueExtensions
+	// QueueSortFunc returns the QueueSort plugin's Less.
+	QueueSortFunc() LessFunc
+
+	// RunPreFilterPlugins runs PreFilter plugins. It returns the merged
+	// PreFilterResult, the status, and the plugins whose result narrowed the nodes.
+	RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod) (*PreFilterResult, *Status, sets.Set[string])
+	// FindNodesThatPassFilters runs Filter (with nominated pods) over nodes
+	// in parallel, starting at nodes[start%len(nodes)] and stopping once
+	// numNodesToFind nodes passed. Rejections are recorded in
+	// diagnosis.NodeToStatus and diagnosis.UnschedulablePlugins. It
+	// returns the feasible nodes and how many nodes were processed, so the
+	// caller can start the next cycle where this one stopped.
+	FindNodesThatPassFilters(ctx context.Context, state *CycleState, pod *v1.Pod, diagnosis *Diagnosis, nodes []*NodeInfo, start, numNodesToFind int) ([]*NodeInfo, int, error)
+	// RunPostFilterPlugins runs PostFilter plugins until one succeeds.
+	RunPostFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, filteredNodeStatusMap NodeToStatusReader) (*PostFilterResult, *Status)
+	// RunPermitPlugins runs Permit plugins. On Wait it registers the pod as
+	// waiting (on nodeName) and returns Wait; call WaitOnPermit in the
+	// binding cycle.
+	RunPermitPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// WillWaitOnPermit reports whether pod is waiting at Permit.
+	WillWaitOnPermit(ctx context.Context, pod *v1.Pod) bool
+	// WaitOnPermit blocks until the waiting pod is allowed, rejected or
+	// times out; nil if the pod is not waiting.
+	WaitOnPermit(ctx context.Context, pod *v1.Pod) *Status
+	// RunPreBindPreFlights asks PreBind plugins whether they have work:
+	// Success if any has, Skip if none, Error on failure.
+	RunPreBindPreFlights(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// RunPreBindPlugins runs PreBind plugins that did not skip in PreBindPreFlight.
+	RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// RunBindPlugins runs Bind plugins until one does not Skip.
+	RunBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// RunPostBindPlugins runs PostBind plugins.
+	RunPostBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
+
+	// HasFilterPlugins reports whether any Filter plugin is configured.
+	HasFilterPlugins() bool
+	// HasPostFilterPlugins reports whether any PostFilter plugin is configured.
+	HasPostFilterPlugins() bool
+	// HasScorePlugins reports whether any Score plugin is configured.
+	HasScorePlugins() bool
+	// ListPlugins returns the plugins that run at each extension point, in
+	// order, with weights at Score: the resolved form of the profile.
+	ListPlugins() *configv1.Plugins
+	// PercentageOfNodesToScore returns the profile's value, or nil.
+	PercentageOfNodesToScore() *int32
+
+	// Close rejects pods still waiting at Permit and closes plugins that
+	// implement io.Closer. Call it once the instance is retired.
+	Close() error
+}
