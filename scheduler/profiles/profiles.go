@@ -1,0 +1,207 @@
+// Package profiles holds the live set of framework instances that the
+// scheduling loop serves, keyed by schedulerName.
+//
+// Publishing replaces an instance atomically: a scheduling or binding cycle
+// that started on the old instance finishes on it, and pods waiting at Permit
+// in it stay approvable. The old instance is closed once the last cycle that
+// uses it has released it. Removing a profile rejects the pods waiting in its
+// instance, so they return to pending, and closes it the same way.
+package profiles
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// Set is the live set of instances. The zero value is not usable; use NewSet.
+type Set struct {
+	// changeMu serializes Publish and Remove with the notification of
+	// subscribers, so every subscriber sees changes in the order they were
+	// made. Subscribers run with it held and must not publish or remove.
+	changeMu sync.Mutex
+
+	// mu guards serving and retiring. The scheduling loop takes it for
+	// reading once per pod (Acquire); writers hold it only for a map update.
+	mu       sync.RWMutex
+	serving  map[string]*instance
+	retiring map[*instance]string
+
+	subscribers []func(name string, fwk framework.Framework)
+	logger      klog.Logger
+}
+
+// instance is one framework instance and the count of its users. The set's
+// own reference (while serving) counts as one, so refs reaches zero only
+// after the instance was retired and every cycle released it.
+type instance struct {
+	fwk  framework.Framework
+	refs atomic.Int64
+}
+
+// Ref is one use of an instance, taken by Acquire. The instance is not closed
+// before the Ref is released; release it exactly once.
+type Ref struct {
+	set  *Set
+	inst *instance
+}
+
+// NewSet returns an empty set.
+func NewSet(logger klog.Logger) *Set {
+	return &Set{
+		serving:  map[string]*instance{},
+		retiring: map[*instance]string{},
+		logger:   logger,
+	}
+}
+
+// Subscribe registers fn to be called after every change: with the new
+// instance after Publish, with nil after Remove. fn runs synchronously, in
+// change order, and must not call Publish or Remove.
+func (s *Set) Subscribe(fn func(name string, fwk framework.Framework)) {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	s.subscribers = append(s.subscribers, fn)
+}
+
+// Publish makes fwk serve name. An instance it replaces is retired: it is
+// closed once released by every cycle that uses it.
+func (s *Set) Publish(name string, fwk framework.Framework) {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+
+	inst := &instance{fwk: fwk}
+	inst.refs.Store(1)
+	s.mu.Lock()
+	old := s.serving[name]
+	s.serving[name] = inst
+	if old != nil {
+		s.retiring[old] = name
+	}
+	s.mu.Unlock()
+	if old != nil {
+		s.release(old)
+	}
+	s.notify(name, fwk)
+}
+
+// Remove stops serving name. Pods waiting at Permit in its instance are
+// rejected with msg so they return to pending; cycles in flight finish.
+// It reports whether name was served.
+func (s *Set) Remove(name, msg string) bool {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+
+	s.mu.Lock()
+	old := s.serving[name]
+	if old != nil {
+		delete(s.serving, name)
+		s.retiring[old] = name
+	}
+	s.mu.Unlock()
+	if old == nil {
+		return false
+	}
+	// Collect first: IterateOverWaitingPods holds the instance's lock, and
+	// a rejection makes the waiting pod's binding cycle remove it.
+	var waiting []framework.WaitingPod
+	old.fwk.IterateOverWaitingPods(func(wp framework.WaitingPod) { waiting = append(waiting, wp) })
+	for _, wp := range waiting {
+		wp.Reject("", msg)
+	}
+	s.release(old)
+	s.notify(name, nil)
+	return true
+}
+
+// Acquire returns the instance serving name, held until the Ref is released.
+func (s *Set) Acquire(name string) (Ref, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	inst := s.serving[name]
+	if inst == nil {
+		return Ref{}, false
+	}
+	// Safe under the read lock: a serving instance still holds the set's
+	// reference, so refs cannot drop to zero before this increment.
+	inst.refs.Add(1)
+	return Ref{set: s, inst: inst}, true
+}
+
+// Get returns the instance serving name without holding it, for callers
+// that only read its configuration.
+func (s *Set) Get(name string) framework.Framework {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if inst := s.serving[name]; inst != nil {
+		return inst.fwk
+	}
+	return nil
+}
+
+// Names returns the served schedulerNames, sorted.
+func (s *Set) Names() []string {
+	s.mu.RLock()
+	names := make([]string, 0, len(s.serving))
+	for name := range s.serving {
+		names = append(names, name)
+	}
+	s.mu.RUnlock()
+	slices.Sort(names)
+	return names
+}
+
+// GetWaitingPod finds the pod with uid waiting at Permit in any instance,
+// serving or retiring, and returns it with the schedulerName it belongs to.
+func (s *Set) GetWaitingPod(uid types.UID) (framework.WaitingPod, string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for name, inst := range s.serving {
+		if wp := inst.fwk.GetWaitingPod(uid); wp != nil {
+			return wp, name
+		}
+	}
+	for inst, name := range s.retiring {
+		if wp := inst.fwk.GetWaitingPod(uid); wp != nil {
+			return wp, name
+		}
+	}
+	return nil, ""
+}
+
+// Retiring returns how many replaced or removed instances are still in use.
+func (s *Set) Retiring() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.retiring)
+}
+
+// Framework returns the held instance.
+func (r Ref) Framework() framework.Framework { return r.inst.fwk }
+
+// Release ends this use of the instance.
+func (r Ref) Release() { r.set.release(r.inst) }
+
+func (s *Set) release(inst *instance) {
+	if inst.refs.Add(-1) > 0 {
+		return
+	}
+	s.mu.Lock()
+	name := s.retiring[inst]
+	delete(s.retiring, inst)
+	s.mu.Unlock()
+	if err := inst.fwk.Close(); err != nil {
+		s.logger.Error(err, "Closing a retired framework instance", "profile", name)
+	}
+}
+
+func (s *Set) notify(name string, fwk framework.Framework) {
+	for _, fn := range s.subscribers {
+		fn(name, fwk)
+	}
+}

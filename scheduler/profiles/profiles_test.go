@@ -1,0 +1,170 @@
+package profiles
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// fakeFramework records Close and holds waiting pods; the Set only needs
+// those parts of an instance, so the rest of the interface stays nil.
+type fakeFramework struct {
+	framework.Framework
+	mu      sync.Mutex
+	closed  int
+	waiting []*fakeWaitingPod
+}
+
+func (f *fakeFramework) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed++
+	return nil
+}
+
+func (f *fakeFramework) closeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+func (f *fakeFramework) IterateOverWaitingPods(fn func(framework.WaitingPod)) {
+	for _, wp := range f.waiting {
+		fn(wp)
+	}
+}
+
+func (f *fakeFramework) GetWaitingPod(uid types.UID) framework.WaitingPod {
+	for _, wp := range f.waiting {
+		if wp.uid == uid {
+			return wp
+		}
+	}
+	return nil
+}
+
+type fakeWaitingPod struct {
+	framework.WaitingPod
+	uid      types.UID
+	rejected string
+}
+
+func (w *fakeWaitingPod) Reject(_, msg string) bool {
+	w.rejected = msg
+	return true
+}
+
+func TestPublishRetiresOldInstanceAfterLastRelease(t *testing.T) {
+	s := NewSet(klog.Background())
+	v1, v2 := &fakeFramework{}, &fakeFramework{}
+	s.Publish("p", v1)
+
+	ref, ok := s.Acquire("p")
+	if !ok || ref.Framework() != v1 {
+		t.Fatalf("Acquire = %v, %v; want v1", ref.Framework(), ok)
+	}
+	s.Publish("p", v2)
+	if got := s.Get("p"); got != v2 {
+		t.Fatalf("Get after Publish = %v, want v2", got)
+	}
+	if v1.closeCount() != 0 || s.Retiring() != 1 {
+		t.Fatalf("v1 closed %d times with a cycle still holding it (retiring %d)", v1.closeCount(), s.Retiring())
+	}
+	ref.Release()
+	if v1.closeCount() != 1 || s.Retiring() != 0 {
+		t.Fatalf("v1 closed %d times after its last release (retiring %d), want 1 (0)", v1.closeCount(), s.Retiring())
+	}
+	if v2.closeCount() != 0 {
+		t.Fatal("serving instance closed")
+	}
+}
+
+func TestRemoveRejectsWaitingPodsAndCloses(t *testing.T) {
+	s := NewSet(klog.Background())
+	wp := &fakeWaitingPod{uid: "u1"}
+	fwk := &fakeFramework{waiting: []*fakeWaitingPod{wp}}
+	s.Publish("p", fwk)
+	ref, _ := s.Acquire("p")
+
+	if got, name := s.GetWaitingPod("u1"); got != wp || name != "p" {
+		t.Fatalf("GetWaitingPod = %v, %q", got, name)
+	}
+	if !s.Remove("p", "profile p was deleted") {
+		t.Fatal("Remove of a served profile reported false")
+	}
+	if wp.rejected != "profile p was deleted" {
+		t.Fatalf("waiting pod rejected with %q", wp.rejected)
+	}
+	if _, ok := s.Acquire("p"); ok {
+		t.Fatal("Acquire succeeded after Remove")
+	}
+	// Still findable while its binding cycle runs, then closed.
+	if got, _ := s.GetWaitingPod("u1"); got != wp {
+		t.Fatal("waiting pod of a retiring instance not found")
+	}
+	ref.Release()
+	if fwk.closeCount() != 1 {
+		t.Fatalf("closed %d times, want 1", fwk.closeCount())
+	}
+	if s.Remove("p", "again") {
+		t.Fatal("Remove of an unknown profile reported true")
+	}
+}
+
+func TestSubscribersSeeChangesInOrder(t *testing.T) {
+	s := NewSet(klog.Background())
+	var got []string
+	s.Subscribe(func(name string, fwk framework.Framework) {
+		if fwk == nil {
+			got = append(got, "-"+name)
+			return
+		}
+		got = append(got, "+"+name)
+	})
+	s.Publish("a", &fakeFramework{})
+	s.Publish("b", &fakeFramework{})
+	s.Publish("a", &fakeFramework{})
+	s.Remove("b", "gone")
+	if diff := cmp.Diff([]string{"+a", "+b", "+a", "-b"}, got); diff != "" {
+		t.Fatalf("notifications (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a"}, s.Names()); diff != "" {
+		t.Fatalf("Names (-want +got):\n%s", diff)
+	}
+}
+
+func TestConcurrentAcquireAndPublishCloseEachInstanceOnce(t *testing.T) {
+	s := NewSet(klog.Background())
+	const versions = 50
+	instances := make([]*fakeFramework, versions)
+	for i := range instances {
+		instances[i] = &fakeFramework{}
+	}
+	s.Publish("p", instances[0])
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 2000 {
+				if ref, ok := s.Acquire("p"); ok {
+					ref.Release()
+				}
+			}
+		})
+	}
+	for _, fwk := range instances[1:] {
+		s.Publish("p", fwk)
+	}
+	wg.Wait()
+	s.Remove("p", "done")
+	for i, fwk := range instances {
+		if n := fwk.closeCount(); n != 1 {
+			t.Errorf("instance %d closed %d times, want 1", i, n)
+		}
+	}
+}
