@@ -110,6 +110,9 @@ type Framework interface {
 	ListPlugins() *configv1.Plugins
 	// PercentageOfNodesToScore returns the profile's value, or nil.
 	PercentageOfNodesToScore() *int32
+	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,
+	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
+	NumFeasibleNodesToFind(numAllNodes int32) int32
 
 	// Close rejects pods still waiting at Permit and closes plugins that
 	// implement io.Closer. Call it once the instance is retired.

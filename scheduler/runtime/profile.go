@@ -1,0 +1,303 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// MultiPoint is the pseudo extension point of plugins.multiPoint.
+const MultiPoint = "MultiPoint"
+
+// ConfigError is a profile NewFramework refuses. It names the extension
+// point and the plugin so users can find the offending line.
+type ConfigError struct {
+	// ExtensionPoint is e.g. "Filter", "MultiPoint" or "PluginConfig"; empty
+	// when the problem is not tied to one point.
+	ExtensionPoint string
+	// Plugin is the plugin concerned; empty when the problem is a missing plugin.
+	Plugin string
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.ExtensionPoint != "" && e.Plugin != "":
+		return fmt.Sprintf("%s plugin %q: %s", e.ExtensionPoint, e.Plugin, e.Reason)
+	case e.Plugin != "":
+		return fmt.Sprintf("plugin %q: %s", e.Plugin, e.Reason)
+	case e.ExtensionPoint != "":
+		return fmt.Sprintf("%s: %s", e.ExtensionPoint, e.Reason)
+	}
+	return e.Reason
+}
+
+var defaultPlugins atomic.Pointer[configv1.Plugins]
+
+// SetDefaultPlugins sets the plugins every profile starts from (upstream's
+// default multiPoint list). The plugins package calls it once at start-up
+// with the default plugins that are built. Profiles are merged onto it the
+// way upstream merges a KubeSchedulerProfile onto its defaults: a profile
+// naming no plugins gets exactly the defaults; one that enables a default
+// plugin again overrides it in place (e.g. a new weight); disabled entries,
+// including "*", remove defaults at that point.
+func SetDefaultPlugins(p *configv1.Plugins) {
+	defaultPlugins.Store(p.DeepCopy())
+}
+
+// DefaultPlugins returns a copy of the plugins set by SetDefaultPlugins
+// (empty if none was set).
+func DefaultPlugins() *configv1.Plugins {
+	if p := defaultPlugins.Load(); p != nil {
+		return p.DeepCopy()
+	}
+	return &configv1.Plugins{}
+}
+
+// mergePlugins is upstream's v1 defaulting of profile plugins.
+func mergePlugins(defaults, custom *configv1.Plugins) *configv1.Plugins {
+	if custom == nil {
+		return defaults
+	}
+	defaults.MultiPoint = mergePluginSet(defaults.MultiPoint, custom.MultiPoint)
+	for _, e := range extensionPoints {
+		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
+	}
+	return defaults
+}
+
+func mergePluginSet(def, custom configv1.PluginSet) configv1.PluginSet {
+	disabled := sets.New[string]()
+	var disabledList []configv1.Plugin
+	for _, p := range custom.Disabled {
+		disabledList = append(disabledList, configv1.Plugin{Name: p.Name})
+		disabled.Insert(p.Name)
+	}
+	for _, p := range def.Disabled {
+		disabledList = append(disabledList, configv1.Plugin{Name: p.Name})
+		disabled.Insert(p.Name)
+	}
+	customIndex := make(map[string]int, len(custom.Enabled))
+	for i, p := range custom.Enabled {
+		if _, seen := customIndex[p.Name]; !seen {
+			customIndex[p.Name] = i
+		}
+	}
+	replaced := sets.New[int]()
+	var enabled []configv1.Plugin
+	if !disabled.Has("*") {
+		for _, p := range def.Enabled {
+			if disabled.Has(p.Name) {
+				continue
+			}
+			// Re-enabling a default keeps its position and takes the new settings.
+			if i, ok := customIndex[p.Name]; ok {
+				p = custom.Enabled[i]
+				replaced.Insert(i)
+			}
+			enabled = append(enabled, p)
+		}
+	}
+	// Duplicates in custom are kept so that building the instance reports them.
+	for i, p := range custom.Enabled {
+		if !replaced.Has(i) {
+			enabled = append(enabled, p)
+		}
+	}
+	return configv1.PluginSet{Enabled: enabled, Disabled: disabledList}
+}
+
+// extensionPoint ties a profile's PluginSet to the plugin interface it needs.
+type extensionPoint struct {
+	name       string
+	set        func(*configv1.Plugins) *configv1.PluginSet
+	implements func(framework.Plugin) bool
+	add        func(*frameworkImpl, framework.Plugin)
+}
+
+func implements[T any](p framework.Plugin) bool {
+	_, ok := p.(T)
+	return ok
+}
+
+// extensionPoints lists the points in upstream's order (the order of
+// ListPlugins and of error checks).
+var extensionPoints = []extensionPoint{
+	{PreEnqueue, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreEnqueue }, implements[framework.PreEnqueuePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.preEnqueuePlugins = append(f.preEnqueuePlugins, p.(framework.PreEnqueuePlugin))
+		}},
+	{QueueSort, func(p *configv1.Plugins) *configv1.PluginSet { return &p.QueueSort }, implements[framework.QueueSortPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.queueSortPlugins = append(f.queueSortPlugins, p.(framework.QueueSortPlugin))
+		}},
+	{PreFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreFilter }, implements[framework.PreFilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.preFilterPlugins = append(f.preFilterPlugins, p.(framework.PreFilterPlugin))
+		}},
+	{Filter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.Filter }, implements[framework.FilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.filterPlugins = append(f.filterPlugins, p.(framework.FilterPlugin))
+		}},
+	{PostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PostFilter }, implements[framework.PostFilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.postFilterPlugins = append(f.postFilterPlugins, p.(framework.PostFilterPlugin))
+		}},
+	{PreScore, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreScore }, implements[framework.PreScorePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.preScorePlugins = append(f.preScorePlugins, p.(framework.PreScorePlugin))
+		}},
+	{Score, func(p *configv1.Plugins) *configv1.PluginSet { return &p.Score }, implements[framework.ScorePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.scorePlugins = append(f.scorePlugins, p.(framework.ScorePlugin))
+		}},
+	{Reserve, func(p *configv1.Plugins) *configv1.PluginSet { return &p.Reserve }, implements[framework.ReservePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.reservePlugins = append(f.reservePlugins, p.(framework.ReservePlugin))
+		}},
+	{Permit, func(p *configv1.Plugins) *configv1.PluginSet { return &p.Permit }, implements[framework.PermitPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.permitPlugins = append(f.permitPlugins, p.(framework.PermitPlugin))
+		}},
+	{PreBind, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreBind }, implements[framework.PreBindPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.preBindPlugins = append(f.preBindPlugins, p.(framework.PreBindPlugin))
+		}},
+	{Bind, func(p *configv1.Plugins) *configv1.PluginSet { return &p.Bind }, implements[framework.BindPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.bindPlugins = append(f.bindPlugins, p.(framework.BindPlugin))
+		}},
+	{PostBind, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PostBind }, implements[framework.PostBindPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.postBindPlugins = append(f.postBindPlugins, p.(framework.PostBindPlugin))
+		}},
+}
+
+// enabledNames returns every plugin name enabled anywhere in plugins.
+func enabledNames(plugins *configv1.Plugins) sets.Set[string] {
+	out := sets.New[string]()
+	for _, p := range plugins.MultiPoint.Enabled {
+		out.Insert(p.Name)
+	}
+	for _, e := range extensionPoints {
+		for _, p := range e.set(plugins).Enabled {
+			out.Insert(p.Name)
+		}
+	}
+	return out
+}
+
+// resolvePoint returns the plugins that run at e, in order, following
+// upstream's expansion of multiPoint: plugins enabled at e that also appear
+// in multiPoint come first (in e's order, with e's settings), then the
+// remaining multiPoint plugins that implement e and are not disabled there,
+// then the rest of e's own list. A "*" in e's disabled list suppresses the
+// multiPoint expansion at e.
+func resolvePoint(e extensionPoint, plugins *configv1.Plugins, instances map[string]framework.Plugin) ([]string, error) {
+	set := e.set(plugins)
+	specific := make([]string, 0, len(set.Enabled))
+	specificSet := sets.New[string]()
+	for _, p := range set.Enabled {
+		pl, ok := instances[p.Name]
+		if !ok {
+			return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: "no such plugin is registered"}
+		}
+		if !e.implements(pl) {
+			return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: fmt.Sprintf("the plugin does not implement %s", e.name)}
+		}
+		if specificSet.Has(p.Name) {
+			return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: "enabled more than once"}
+		}
+		specificSet.Insert(p.Name)
+		specific = append(specific, p.Name)
+	}
+
+	disabled := sets.New[string]()
+	for _, p := range set.Disabled {
+		disabled.Insert(p.Name)
+	}
+	if disabled.Has("*") {
+		return specific, nil
+	}
+
+	overrides := sets.New[string]()
+	var fromMulti []string
+	multiSet := sets.New[string]()
+	for _, p := range plugins.MultiPoint.Enabled {
+		pl := instances[p.Name] // existence was checked for MultiPoint up front
+		if !e.implements(pl) || disabled.Has(p.Name) {
+			continue
+		}
+		if specificSet.Has(p.Name) {
+			overrides.Insert(p.Name)
+			continue
+		}
+		if multiSet.Has(p.Name) {
+			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: fmt.Sprintf("enabled more than once (at %s)", e.name)}
+		}
+		multiSet.Insert(p.Name)
+		fromMulti = append(fromMulti, p.Name)
+	}
+	out := make([]string, 0, len(specific)+len(fromMulti))
+	for _, n := range specific {
+		if overrides.Has(n) {
+			out = append(out, n)
+		}
+	}
+	out = append(out, fromMulti...)
+	for _, n := range specific {
+		if !overrides.Has(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// maxTotalScore is framework.MaxTotalScore; a variable only so tests can
+// reach the overflow rule without millions of plugins.
+var maxTotalScore = framework.MaxTotalScore
+
+// scoreWeights returns the weight of each Score plugin that runs. A weight
+// set at the Score point wins over one set in multiPoint; unset means 1.
+// The sum of weight × MaxNodeScore must fit in int64.
+func scoreWeights(plugins *configv1.Plugins, scoreNames []string) (map[string]int64, error) {
+	configured := map[string]*int32{}
+	for _, list := range [][]configv1.Plugin{plugins.Score.Enabled, plugins.MultiPoint.Enabled} {
+		for _, p := range list {
+			if _, ok := configured[p.Name]; !ok {
+				configured[p.Name] = p.Weight
+			}
+		}
+	}
+	weights := make(map[string]int64, len(scoreNames))
+	var total int64
+	for _, name := range scoreNames {
+		w := int64(1)
+		if p := configured[name]; p != nil && *p != 0 {
+			w = int64(*p)
+		}
+		if w < 0 {
+			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
+		}
+		if w*framework.MaxNodeScore > maxTotalScore-total {
+			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of Score plugins overflow int64", w)}
+		}
+		total += w * framework.MaxNodeScore
+		weights[name] = w
+	}
+	return weights, nil
+}
+
+func pluginNames[T framework.Plugin](ps []T) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name()
+	}
+	return strings.Join(names, ", ")
+}
