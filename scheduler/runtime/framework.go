@@ -128,6 +128,11 @@ type frameworkImpl struct {
 	// label values nor allocates; see statusObserver.
 	pointObs  map[string]*statusObserver
 	pluginObs map[string]map[string]*statusObserver // point -> plugin -> observer
+	// filterObs[i] and scoreObs[i] belong to filterPlugins[i] and
+	// scorePlugins[i]: on sampled cycles they are used once per node, where
+	// even a map lookup shows.
+	filterObs []*statusObserver
+	scoreObs  []*statusObserver
 
 	waitingPods *waitingPodsMap
 
@@ -264,6 +269,12 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.pluginObs[ScoreExtensionNormalize] = observersFor(f.scorePlugins, ScoreExtensionNormalize)
 	f.pluginObs[Unreserve] = observersFor(f.reservePlugins, Unreserve)
 	f.pluginObs[PreBindPreFlight] = observersFor(f.preBindPlugins, PreBindPreFlight)
+	for _, p := range f.filterPlugins {
+		f.filterObs = append(f.filterObs, f.pluginObs[Filter][p.Name()])
+	}
+	for _, p := range f.scorePlugins {
+		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
+	}
 	for _, point := range []string{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
 		f.pointObs[point] = newExtensionPointObserver(point, f.profileName)
 	}

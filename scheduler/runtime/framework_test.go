@@ -80,7 +80,7 @@ func TestNewFrameworkResolvesProfile(t *testing.T) {
 			},
 		},
 		{
-			name: "multiPoint plugins are expanded after defaults, unset weight is 1",
+			name:    "multiPoint plugins are expanded after defaults, unset weight is 1",
 			plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "F2"}, {Name: "S2"}}}},
 			want: &configv1.Plugins{
 				QueueSort: enabled("Sort"),
@@ -92,7 +92,7 @@ func TestNewFrameworkResolvesProfile(t *testing.T) {
 			},
 		},
 		{
-			name: "re-enabling a default in multiPoint overrides its weight in place",
+			name:    "re-enabling a default in multiPoint overrides its weight in place",
 			plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("S2", 2), weighted("S1", 7)}}},
 			want: &configv1.Plugins{
 				QueueSort: enabled("Sort"),
@@ -119,7 +119,7 @@ func TestNewFrameworkResolvesProfile(t *testing.T) {
 			},
 		},
 		{
-			name: "disabled at one point, kept at the others",
+			name:    "disabled at one point, kept at the others",
 			plugins: &configv1.Plugins{Filter: configv1.PluginSet{Disabled: []configv1.Plugin{{Name: "F1"}}}},
 			want: &configv1.Plugins{
 				QueueSort: enabled("Sort"),

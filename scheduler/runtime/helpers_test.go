@@ -150,8 +150,8 @@ type closingPlugin struct {
 	closed *bool
 }
 
-func (p *closingPlugin) Name() string { return p.name }
-func (p *closingPlugin) Close() error { *p.closed = true; return nil }
+func (p *closingPlugin) Name() string                                                     { return p.name }
+func (p *closingPlugin) Close() error                                                     { *p.closed = true; return nil }
 func (p *closingPlugin) PostBind(context.Context, *framework.CycleState, *v1.Pod, string) {}
 
 // argsPlugin records the args its factory received.

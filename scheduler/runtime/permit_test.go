@@ -86,8 +86,8 @@ func TestPermit(t *testing.T) {
 			wantWaitStatus: framework.NewStatus(framework.Unschedulable, "rejected due to timeout after waiting 20ms at plugin A").WithPlugin("A"),
 		},
 		{
-			name: "RejectWaitingPod through the handle",
-			plugins: []framework.PermitPlugin{&permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute}},
+			name:          "RejectWaitingPod through the handle",
+			plugins:       []framework.PermitPlugin{&permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute}},
 			wantRunStatus: framework.NewStatus(framework.Wait, "one or more plugins asked to wait and no plugin rejected pod"),
 			actions: []action{func(fw *frameworkImpl, wp framework.WaitingPod) {
 				if !fw.RejectWaitingPod(wp.GetPod().UID) {

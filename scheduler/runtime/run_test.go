@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
@@ -183,12 +183,14 @@ func TestRunFilterPlugins(t *testing.T) {
 }
 
 // nominator is a PodNominator with a fixed answer.
-type nominator struct{ pods map[string][]*framework.PodInfo }
+type nominator struct {
+	pods map[string][]*framework.PodInfo
+}
 
 func (n *nominator) AddNominatedPod(klog.Logger, *framework.PodInfo, *framework.NominatingInfo) {}
-func (n *nominator) DeleteNominatedPodIfExists(*v1.Pod)                                       {}
-func (n *nominator) UpdateNominatedPod(klog.Logger, *v1.Pod, *framework.PodInfo)              {}
-func (n *nominator) NominatedPodsForNode(name string) []*framework.PodInfo                    { return n.pods[name] }
+func (n *nominator) DeleteNominatedPodIfExists(*v1.Pod)                                         {}
+func (n *nominator) UpdateNominatedPod(klog.Logger, *v1.Pod, *framework.PodInfo)                {}
+func (n *nominator) NominatedPodsForNode(name string) []*framework.PodInfo                      { return n.pods[name] }
 
 // podCountFilter rejects nodes that already hold max pods.
 type podCountFilter struct{ max int }
