@@ -58,8 +58,15 @@ test: manifests generate fmt vet control-plane ## Run unit tests and the envtest
 ##@ Build
 
 .PHONY: build
-build: generate fmt vet ## Build the operator binary into bin/.
+build: generate fmt vet ## Build the operator and the kubectl plugins into bin/.
 	go build -o $(LOCALBIN)/profile-scheduler .
+	go build -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
+	go build -o $(LOCALBIN)/kubectl-reject ./cmd/kubectl-reject
+
+PREFIX ?= /usr/local
+.PHONY: install-kubectl-plugins
+install-kubectl-plugins: build ## Install kubectl-approve and kubectl-reject into $(PREFIX)/bin (on PATH, kubectl finds them).
+	install -m 0755 $(LOCALBIN)/kubectl-approve $(LOCALBIN)/kubectl-reject $(PREFIX)/bin/
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the operator against the cluster of the current kubeconfig.

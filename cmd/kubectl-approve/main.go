@@ -1,0 +1,19 @@
+// Command kubectl-approve is the kubectl plugin behind
+// `kubectl approve waitingpod/NAME`: it approves pods held at Permit.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := approval.Main(ctx, schedulingv1alpha1.DecisionApprove, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,325 @@
+// Package approval is the kubectl-approve and kubectl-reject plugins: it
+// records a person's decision on WaitingPods, with the caller's identity as
+// decidedBy, so that `kubectl approve waitingpod/NAME` works like
+// `kubectl certificate approve`.
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+)
+
+// verbs is how each decision reads in messages.
+var verbs = map[schedulingv1alpha1.Decision]string{
+	schedulingv1alpha1.DecisionApprove: "approved",
+	schedulingv1alpha1.DecisionReject:  "rejected",
+}
+
+type options struct {
+	decision  schedulingv1alpha1.Decision
+	reason    string
+	all       bool
+	selector  string
+	dryRun    string
+	namespace string
+	names     []string
+}
+
+type target struct {
+	kind string // "waitingpod" or "pod": how the user named it
+	name string
+}
+
+// Main runs the plugin for decision with the command-line args (without the
+// program name) and returns the exit code.
+func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []string, stdout, stderr io.Writer) int {
+	verb := strings.TrimSuffix(verbs[decision], "d")
+	cmd := "kubectl " + verb
+	flags := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]\n\nFlags:\n%s",
+			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, flags.FlagUsages())
+	}
+	o := options{decision: decision}
+	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
+	flags.BoolVar(&o.all, "all", false, "Decide every undecided WaitingPod in the namespace (narrowed by --selector).")
+	flags.StringVarP(&o.selector, "selector", "l", "", "Label selector for --all, matched against the WaitingPods' (pods') labels.")
+	flags.StringVar(&o.dryRun, "dry-run", "none", `"none", "client" (print only) or "server" (send without persisting).`)
+	flags.Lookup("dry-run").NoOptDefVal = "client"
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	flags.StringVar(&loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file.")
+	overrides := &clientcmd.ConfigOverrides{}
+	clientcmd.BindOverrideFlags(overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	o.names = flags.Args()
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "error: %v\nSee '%s --help'.\n", err, cmd)
+		return 2
+	}
+
+	clientConfig := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, overrides)
+	ns, _, err := clientConfig.Namespace()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	o.namespace = ns
+	cfg, err := clientConfig.ClientConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	d := &decider{opts: o, client: c, clientset: cs, stdout: stdout}
+	if err := d.run(ctx); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func (o *options) validate() error {
+	switch o.dryRun {
+	case "none", "client", "server":
+	default:
+		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.dryRun)
+	}
+	if o.all && len(o.names) > 0 {
+		return errors.New("give names or --all, not both")
+	}
+	if !o.all && o.selector != "" {
+		return errors.New("--selector goes with --all")
+	}
+	if !o.all && len(o.names) == 0 {
+		return errors.New("name at least one waitingpod/NAME or pod/NAME, or use --all")
+	}
+	if _, err := labels.Parse(o.selector); err != nil {
+		return fmt.Errorf("--selector: %w", err)
+	}
+	for _, n := range o.names {
+		if _, err := parseTarget(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseTarget(arg string) (target, error) {
+	kind, name, found := strings.Cut(arg, "/")
+	if !found {
+		return target{kind: "waitingpod", name: arg}, nil
+	}
+	switch strings.ToLower(kind) {
+	case "waitingpod", "waitingpods", "wp", "waitingpod.scheduling.schedprofiles.io", "waitingpods.scheduling.schedprofiles.io":
+		kind = "waitingpod"
+	case "pod", "pods", "po":
+		kind = "pod"
+	default:
+		return target{}, fmt.Errorf("%q: only waitingpod/NAME and pod/NAME can be decided", arg)
+	}
+	if name == "" {
+		return target{}, fmt.Errorf("%q: missing name", arg)
+	}
+	return target{kind: kind, name: name}, nil
+}
+
+type decider struct {
+	opts      options
+	client    client.Client
+	clientset kubernetes.Interface
+	stdout    io.Writer
+	user      string
+}
+
+func (d *decider) run(ctx context.Context) error {
+	review, err := d.clientset.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("finding out who you are (SelfSubjectReview): %w", err)
+	}
+	d.user = review.Status.UserInfo.Username
+
+	targets, err := d.targets(ctx)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, t := range targets {
+		if err := d.decide(ctx, t); err != nil {
+			fmt.Fprintf(d.stdout, "error: %v\n", err)
+			failed = append(failed, t.name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d not %s: %s", len(failed), len(targets), verbs[d.opts.decision], strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func (d *decider) targets(ctx context.Context) ([]target, error) {
+	if !d.opts.all {
+		out := make([]target, 0, len(d.opts.names))
+		for _, n := range d.opts.names {
+			t, _ := parseTarget(n) // validated already
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	sel, _ := labels.Parse(d.opts.selector) // validated already
+	var list schedulingv1alpha1.WaitingPodList
+	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	var out []target
+	for _, wp := range list.Items {
+		if wp.Spec.Decision == "" {
+			out = append(out, target{kind: "waitingpod", name: wp.Name})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no undecided WaitingPods in namespace %s", d.opts.namespace)
+	}
+	return out, nil
+}
+
+// decide records the decision on one WaitingPod. A pending pod that is not
+// held yet gets a WaitingPod carrying the decision, which applies when the
+// pod reaches Permit.
+func (d *decider) decide(ctx context.Context, t target) error {
+	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
+	wp := &schedulingv1alpha1.WaitingPod{}
+	err := d.client.Get(ctx, key, wp)
+	if apierrors.IsNotFound(err) {
+		return d.decideAhead(ctx, t)
+	}
+	if err != nil {
+		return err
+	}
+	if wp.Spec.Decision != "" {
+		by := ""
+		if wp.Spec.DecidedBy != "" {
+			by = " by " + wp.Spec.DecidedBy
+		}
+		return fmt.Errorf("waitingpod %s/%s was already %s%s; a decision cannot be changed", wp.Namespace, wp.Name, verbs[wp.Spec.Decision], by)
+	}
+	orig := wp.DeepCopy()
+	d.fill(&wp.Spec)
+	if d.opts.dryRun == "client" {
+		fmt.Fprintf(d.stdout, "waitingpod/%s %s (dry run)\n", wp.Name, verbs[d.opts.decision])
+		return nil
+	}
+	// The optimistic lock turns a race with another approver into a
+	// conflict instead of silently overwriting their decision.
+	if err := d.client.Patch(ctx, wp, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), d.dryRunOpts()...); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("waitingpod %s/%s changed while deciding; run the command again", wp.Namespace, wp.Name)
+		}
+		return err
+	}
+	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s\n", wp.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	return nil
+}
+
+func (d *decider) decideAhead(ctx context.Context, t target) error {
+	pod := &corev1.Pod{}
+	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s %q not found in namespace %s (no WaitingPod and no Pod of that name)", t.kind, t.name, d.opts.namespace)
+		}
+		return err
+	}
+	switch {
+	case pod.Spec.NodeName != "":
+		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is finished or being deleted", pod.Namespace, pod.Name)
+	}
+	wp := &schedulingv1alpha1.WaitingPod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pod.Namespace,
+			Name:      pod.Name,
+			Labels:    pod.Labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
+			}},
+		},
+		Spec: schedulingv1alpha1.WaitingPodSpec{PodUID: pod.UID},
+	}
+	d.fill(&wp.Spec)
+	if d.opts.dryRun == "client" {
+		fmt.Fprintf(d.stdout, "pod/%s %s ahead of Permit (dry run)\n", pod.Name, verbs[d.opts.decision])
+		return nil
+	}
+	if err := d.client.Create(ctx, wp, d.dryRunCreateOpts()...); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("pod %s/%s started waiting meanwhile; run the command again", pod.Namespace, pod.Name)
+		}
+		return err
+	}
+	fmt.Fprintf(d.stdout, "pod/%s %s ahead of Permit: it is not held yet, the decision applies when it is%s\n", pod.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	return nil
+}
+
+func (d *decider) fill(spec *schedulingv1alpha1.WaitingPodSpec) {
+	spec.Decision = d.opts.decision
+	spec.Reason = d.opts.reason
+	spec.DecidedBy = d.user
+}
+
+func (d *decider) dryRunOpts() []client.PatchOption {
+	if d.opts.dryRun == "server" {
+		return []client.PatchOption{client.DryRunAll}
+	}
+	return nil
+}
+
+func (d *decider) dryRunCreateOpts() []client.CreateOption {
+	if d.opts.dryRun == "server" {
+		return []client.CreateOption{client.DryRunAll}
+	}
+	return nil
+}
+
+func (d *decider) dryRunSuffix() string {
+	if d.opts.dryRun == "server" {
+		return " (server dry run)"
+	}
+	return ""
+}
