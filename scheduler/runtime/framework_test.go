@@ -189,6 +189,11 @@ func TestNewFrameworkRefusesProfile(t *testing.T) {
 			want:    &ConfigError{ExtensionPoint: Filter, Plugin: "Nope", Reason: "no such plugin is registered"},
 		},
 		{
+			name:    "plugin at a pod-group point",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PlacementScore: enabled("S1")}},
+			want:    &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "S1", Reason: "pod-group scheduling is not supported; schedule pods one at a time"},
+		},
+		{
 			name:    "unknown plugin in multiPoint",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: enabled("Nope")}},
 			want:    &ConfigError{ExtensionPoint: MultiPoint, Plugin: "Nope", Reason: "no such plugin is registered"},
