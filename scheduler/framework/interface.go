@@ -385,6 +385,18 @@ type PermitTimeoutExtension interface {
 	MaxPermitTimeout() time.Duration
 }
 
+// WaitingPodObserver is told when pods start and stop waiting at Permit, so
+// that they can be shown to people. It is called on the scheduling and
+// binding goroutines: implementations must return at once and never call the
+// API server inline.
+type WaitingPodObserver interface {
+	// PodWaiting is called once a pod is held at Permit.
+	PodWaiting(profile string, wp WaitingPod)
+	// PodResolved is called once the wait is over: status is nil when every
+	// plugin allowed the pod, otherwise the rejection.
+	PodResolved(profile string, pod *v1.Pod, status *Status)
+}
+
 // BindPlugin binds a pod to a node. Plugins run in order until one does not return Skip.
 type BindPlugin interface {
 	Plugin

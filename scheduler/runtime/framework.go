@@ -34,6 +34,7 @@ type frameworkOptions struct {
 	snapshotSharedLister           framework.SharedLister
 	podNominator                   framework.PodNominator
 	podActivator                   framework.PodActivator
+	waitingPodObserver             framework.WaitingPodObserver
 	parallelism                    int
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
@@ -70,6 +71,11 @@ func WithPodActivator(a framework.PodActivator) Option {
 	return func(o *frameworkOptions) { o.podActivator = a }
 }
 
+// WithWaitingPodObserver sets who is told about pods held at Permit.
+func WithWaitingPodObserver(obs framework.WaitingPodObserver) Option {
+	return func(o *frameworkOptions) { o.waitingPodObserver = obs }
+}
+
 // WithParallelism sets the goroutines used for Filter and Score; <= 0 means GOMAXPROCS.
 func WithParallelism(p int) Option {
 	return func(o *frameworkOptions) { o.parallelism = p }
@@ -100,6 +106,7 @@ type frameworkImpl struct {
 	snapshotSharedLister framework.SharedLister
 	podNominator         framework.PodNominator
 	podActivator         framework.PodActivator
+	waitingPodObserver   framework.WaitingPodObserver
 	parallelizer         framework.Parallelizer
 
 	pluginsMap        map[string]framework.Plugin
@@ -173,6 +180,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		snapshotSharedLister:           o.snapshotSharedLister,
 		podNominator:                   o.podNominator,
 		podActivator:                   o.podActivator,
+		waitingPodObserver:             o.waitingPodObserver,
 		parallelizer:                   framework.NewParallelizer(o.parallelism),
 		pluginsMap:                     map[string]framework.Plugin{},
 		waitingPods:                    newWaitingPodsMap(),

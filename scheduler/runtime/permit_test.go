@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -303,5 +304,55 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("%s: series %s missing; have %v", name, s, got[name])
 			}
 		}
+	}
+}
+
+// recordingObserver notes what a WaitingPodObserver is told.
+type recordingObserver struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *recordingObserver) PodWaiting(profile string, wp framework.WaitingPod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf("waiting %s/%s on %s for %v", profile, wp.GetPod().Name, wp.GetNodeName(), wp.GetPendingPlugins()))
+}
+
+func (o *recordingObserver) PodResolved(profile string, pod *v1.Pod, s *framework.Status) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf("resolved %s/%s: %v", profile, pod.Name, s.Message()))
+}
+
+func TestWaitingPodObserver(t *testing.T) {
+	obs := &recordingObserver{}
+	extra := map[string]framework.Plugin{"A": &permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute}}
+	fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled("A")}, WithWaitingPodObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+
+	allowed, rejected := makePod("allowed"), makePod("rejected")
+	rejected.UID = "rejected-uid"
+	for _, pod := range []*v1.Pod{allowed, rejected} {
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "node-a"); !s.IsWait() {
+			t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+		}
+	}
+	fw.GetWaitingPod(allowed.UID).Allow("A")
+	fw.WaitOnPermit(t.Context(), allowed)
+	fw.GetWaitingPod(rejected.UID).Reject("A", "not today")
+	fw.WaitOnPermit(t.Context(), rejected)
+
+	want := []string{
+		"waiting test/allowed on node-a for [A]",
+		"waiting test/rejected on node-a for [A]",
+		"resolved test/allowed: ",
+		"resolved test/rejected: not today",
+	}
+	if diff := cmp.Diff(want, obs.events); diff != "" {
+		t.Errorf("observer events (-want +got):\n%s", diff)
 	}
 }

@@ -571,6 +571,9 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 	if waitStatus.IsWait() {
 		wp := newWaitingPod(pod, nodeName, waitTimes)
 		f.waitingPods.add(wp)
+		if f.waitingPodObserver != nil {
+			f.waitingPodObserver.PodWaiting(f.profileName, wp)
+		}
 		if f.closed.Load() {
 			wp.Reject("", "scheduling profile instance was retired")
 		}
@@ -609,6 +612,9 @@ func (f *frameworkImpl) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framewor
 		s = <-wp.s
 	}
 	PermitWaitDuration.WithLabelValues(s.Code().String()).Observe(time.Since(start).Seconds())
+	if f.waitingPodObserver != nil {
+		f.waitingPodObserver.PodResolved(f.profileName, pod, s)
+	}
 	if s.IsSuccess() {
 		return nil
 	}
