@@ -111,7 +111,7 @@ func TestPluginArgs(t *testing.T) {
 			if err != nil {
 				return
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}

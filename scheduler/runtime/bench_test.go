@@ -98,7 +98,7 @@ func benchFramework(b *testing.B) (*frameworkImpl, []*framework.NodeInfo, *v1.Po
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { fw.Close() })
+	b.Cleanup(func() { _ = fw.Close() })
 	pod := makePod("incoming")
 	pod.Spec.NodeSelector = map[string]string{"zone": "a"}
 	pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
@@ -172,6 +172,8 @@ func BenchmarkFilterSampledMetrics(b *testing.B) {
 		state.SetRecordPluginMetrics(true)
 		fw.RunPreFilterPlugins(ctx, state, pod)
 		diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes))
+		if _, _, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

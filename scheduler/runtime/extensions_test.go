@@ -67,7 +67,7 @@ func TestPreFilterExtensions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fw.Close()
+	defer func() { _ = fw.Close() }()
 	pod := makePod("p")
 	state := framework.NewCycleState()
 	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
@@ -104,7 +104,7 @@ func TestSetDefaultPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fw.Close()
+	defer func() { _ = fw.Close() }()
 	want := &configv1.Plugins{QueueSort: enabled("Sort"), PreFilter: enabled("F1"), Filter: enabled("F1"), Bind: enabled("Binder")}
 	if diff := cmp.Diff(want, fw.ListPlugins()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

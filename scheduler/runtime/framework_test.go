@@ -162,7 +162,7 @@ func TestNewFrameworkResolvesProfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			if diff := cmp.Diff(tt.want, fw.ListPlugins()); diff != "" {
 				t.Errorf("ListPlugins (-want +got):\n%s", diff)
 			}
@@ -261,7 +261,7 @@ func TestNewFrameworkRefusesProfile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fw, err := NewFramework(t.Context(), baseRegistry(extra), &tt.profile, WithDefaultPlugins(baseDefaults()))
 			if fw != nil {
-				defer fw.Close()
+				defer func() { _ = fw.Close() }()
 			}
 			var got *ConfigError
 			if err != nil && !errors.As(err, &got) {
@@ -286,7 +286,7 @@ func TestNewFrameworkRefusesOverflowingWeights(t *testing.T) {
 	if err != nil {
 		t.Fatalf("2 x 100 fits in 250: %v", err)
 	}
-	fw.Close()
+	_ = fw.Close()
 	profile.Plugins.MultiPoint = enabled("S1", "S2", "S3")
 	_, err = NewFramework(t.Context(), baseRegistry(extra), profile, WithDefaultPlugins(baseDefaults()))
 	want := `Score plugin "S3": weight 1 makes the total score of Score plugins overflow int64`

@@ -44,11 +44,10 @@ func (p *bindPlugin) Bind(context.Context, *framework.CycleState, *v1.Pod, strin
 // filterPlugin rejects nodes listed in reject; PreFilter behaviour is
 // configured separately.
 type filterPlugin struct {
-	name       string
-	reject     map[string]*framework.Status
-	preResult  *framework.PreFilterResult
-	preStatus  *framework.Status
-	filterRuns *int64
+	name      string
+	reject    map[string]*framework.Status
+	preResult *framework.PreFilterResult
+	preStatus *framework.Status
 }
 
 func (p *filterPlugin) Name() string { return p.name }
@@ -154,10 +153,9 @@ func (p *closingPlugin) Name() string                                           
 func (p *closingPlugin) Close() error                                                     { *p.closed = true; return nil }
 func (p *closingPlugin) PostBind(context.Context, *framework.CycleState, *v1.Pod, string) {}
 
-// argsPlugin records the args its factory received.
+// argsPlugin is a plugin whose factory checks the args it received.
 type argsPlugin struct {
 	name string
-	args k8sruntime.Object
 }
 
 func (p *argsPlugin) Name() string { return p.name }

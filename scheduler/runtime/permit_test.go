@@ -32,7 +32,7 @@ func newPermitFramework(t *testing.T, plugins ...framework.PermitPlugin) *framew
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fw.Close() })
+	t.Cleanup(func() { _ = fw.Close() })
 	return fw
 }
 
@@ -332,7 +332,7 @@ func TestWaitingPodObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fw.Close() })
+	t.Cleanup(func() { _ = fw.Close() })
 
 	allowed, rejected := makePod("allowed"), makePod("rejected")
 	rejected.UID = "rejected-uid"

@@ -97,7 +97,7 @@ func TestRunPreFilterPlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			state := framework.NewCycleState()
 			result, status, narrows := fw.RunPreFilterPlugins(t.Context(), state, makePod("p"))
 			if diff := cmp.Diff(tt.wantResult, result); diff != "" {
@@ -116,7 +116,7 @@ func TestRunPreFilterPlugins(t *testing.T) {
 			if tt.wantNarrows == nil && len(gotNarrows) == 0 {
 				gotNarrows = nil
 			}
-			if diff := cmp.Diff(tt.wantNarrows, gotNarrows); diff != "" && !(len(tt.wantNarrows) == 0 && len(gotNarrows) == 0) {
+			if diff := cmp.Diff(tt.wantNarrows, gotNarrows); diff != "" && (len(tt.wantNarrows) != 0 || len(gotNarrows) != 0) {
 				t.Errorf("narrowing plugins (-want +got):\n%s", diff)
 			}
 		})
@@ -169,7 +169,7 @@ func TestRunFilterPlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			state := framework.NewCycleState()
 			if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, makePod("p")); !s.IsSuccess() {
 				t.Fatal(s)
@@ -241,7 +241,7 @@ func TestFindNodesThatPassFilters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 			feasible, processed, err := fw.FindNodesThatPassFilters(t.Context(), framework.NewCycleState(), makePod("p"), diag, nodes, tt.start, tt.numNodesToFind)
 			if err != nil {
@@ -266,7 +266,7 @@ func TestFindNodesThatPassFilters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fw.Close()
+		defer func() { _ = fw.Close() }()
 		diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 		feasible, processed, err := fw.FindNodesThatPassFilters(t.Context(), framework.NewCycleState(), makePod("p"), diag, nodes, 8, 3)
 		if err != nil {
@@ -337,7 +337,7 @@ func TestRunPostFilterPlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			result, status := fw.RunPostFilterPlugins(t.Context(), framework.NewCycleState(), makePod("p"), framework.NewDefaultNodeToStatus())
 			if diff := cmp.Diff(tt.wantResult, result); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
@@ -410,7 +410,7 @@ func TestRunScorePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			state := framework.NewCycleState()
 			if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
 				t.Fatal(s)
@@ -455,7 +455,7 @@ func TestReserveUnreserve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			state := framework.NewCycleState()
 			status := fw.RunReservePluginsReserve(t.Context(), state, makePod("p"), "n")
 			if !status.IsSuccess() {
@@ -502,7 +502,7 @@ func TestRunBindPlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer fw.Close()
+			defer func() { _ = fw.Close() }()
 			status := fw.RunBindPlugins(t.Context(), framework.NewCycleState(), makePod("p"), "n")
 			if diff := cmp.Diff(tt.wantStatus, status, cmp.Comparer(errEqual)); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
@@ -539,7 +539,7 @@ func TestPreBindPreFlightSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fw.Close()
+	defer func() { _ = fw.Close() }()
 	state := framework.NewCycleState()
 	if s := fw.RunPreBindPreFlights(t.Context(), state, makePod("p"), "n"); !s.IsSuccess() {
 		t.Fatalf("preflight = %v, want success", s)
@@ -558,7 +558,7 @@ func TestEnqueueExtensions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fw.Close()
+	defer func() { _ = fw.Close() }()
 	var got []string
 	for _, e := range fw.EnqueueExtensions() {
 		events, _ := e.EventsToRegister(t.Context())

@@ -51,12 +51,6 @@ func (m *waitingPodsMap) iterate(callback func(framework.WaitingPod)) {
 	}
 }
 
-func (m *waitingPodsMap) len() int {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return len(m.pods)
-}
-
 type pendingPlugin struct {
 	timer    *time.Timer
 	deadline time.Time
@@ -98,7 +92,6 @@ func newWaitingPod(pod *v1.Pod, nodeName string, waitTimes map[string]time.Durat
 	defer wp.mu.Unlock()
 	now := time.Now()
 	for plugin, wait := range waitTimes {
-		plugin, wait := plugin, wait
 		wp.pending[plugin] = pendingPlugin{
 			deadline: now.Add(wait),
 			timer: time.AfterFunc(wait, func() {
