@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -148,4 +149,58 @@ func RunCycle(ctx context.Context, fwk framework.Framework, snapshot framework.S
 		res.Scores[nps.Name] = nps.TotalScore
 	}
 	return res
+}
+
+// Names of the QueueSort and Bind plugins every profile needs.
+const (
+	prioritySort  = "PrioritySort"
+	defaultBinder = "DefaultBinder"
+)
+
+// PluginProfile is MultiPointProfile with PrioritySort and DefaultBinder
+// added (unless listed), the QueueSort and Bind plugins the runtime
+// requires, so a test profile names only the plugins under test.
+func PluginProfile(plugins ...configv1.Plugin) *configv1.KubeSchedulerProfile {
+	var hasSort, hasBind bool
+	for _, p := range plugins {
+		hasSort = hasSort || p.Name == prioritySort
+		hasBind = hasBind || p.Name == defaultBinder
+	}
+	var all []configv1.Plugin
+	if !hasSort {
+		all = append(all, configv1.Plugin{Name: prioritySort})
+	}
+	all = append(all, plugins...)
+	if !hasBind {
+		all = append(all, configv1.Plugin{Name: defaultBinder})
+	}
+	return MultiPointProfile(all...)
+}
+
+// QueueingHint tells what the queue would decide for pod, rejected by
+// pluginName, on event: QueueSkip when the plugin registered no event that
+// matches, else the registered hint's verdict (Queue when it has none).
+// It goes through the instance's EnqueueExtensions, so it checks the
+// registration as well as the hint.
+func QueueingHint(ctx context.Context, fwk framework.Framework, pluginName string, event framework.ClusterEvent, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+	for _, ext := range fwk.EnqueueExtensions() {
+		if ext.Name() != pluginName {
+			continue
+		}
+		events, err := ext.EventsToRegister(ctx)
+		if err != nil {
+			return framework.QueueSkip, err
+		}
+		for _, e := range events {
+			if !e.Event.Match(event) {
+				continue
+			}
+			if e.QueueingHintFn == nil {
+				return framework.Queue, nil
+			}
+			return e.QueueingHintFn(klog.FromContext(ctx), pod, oldObj, newObj)
+		}
+		return framework.QueueSkip, nil
+	}
+	return framework.QueueSkip, fmt.Errorf("plugin %q registers no events in this instance", pluginName)
 }

@@ -222,9 +222,10 @@ func LabelTerm(key string, op v1.NodeSelectorOperator, values ...string) v1.Node
 	return v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}}
 }
 
-// NameTerm is a node selector term matching metadata.name in names.
-func NameTerm(names ...string) v1.NodeSelectorTerm {
-	return v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: v1.NodeSelectorOpIn, Values: names}}}
+// NameTerm is a node selector term matching the node named name (the API
+// allows exactly one value for a metadata.name requirement).
+func NameTerm(name string) v1.NodeSelectorTerm {
+	return v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: v1.NodeSelectorOpIn, Values: []string{name}}}}
 }
 
 // Toleration adds a toleration.

@@ -1,0 +1,153 @@
+// Package plugins assembles the built-in plugins: the in-tree registry that
+// profiles draw from, and the default profile, which is kube-scheduler
+// 1.36's default profile restricted to the plugins built so far.
+//
+// Both come from one ordered table, inTree. To add a plugin, give its row
+// a factory (and args validation); a row of upstream's default profile then
+// joins the default profile at its upstream position and weight, and leaves
+// the list of omitted default plugins.
+package plugins
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// inDefault says whether and why a plugin is in the default profile.
+type inDefault int
+
+const (
+	// notDefault plugins are available to profiles that name them.
+	notDefault inDefault = iota
+	// upstreamDefault plugins are in kube-scheduler's default profile;
+	// when not built yet they are reported by OmittedDefaultPlugins.
+	upstreamDefault
+)
+
+// plugin is one row of the in-tree table.
+type plugin struct {
+	name string
+	// factory builds the plugin; nil means it is not built yet.
+	factory runtime.Factory
+	// args validates the plugin's args. For plugins that exist upstream
+	// the runtime supplies upstream's args type and defaults.
+	args runtime.ArgsSpec
+	def  inDefault
+	// weight is the plugin's Score weight in the default profile (0: unset).
+	weight int32
+}
+
+// inTree lists the built-in plugins and upstream's default plugins, in the
+// order of kube-scheduler 1.36's default multiPoint list (including
+// DynamicResources and NodeDeclaredFeatures, which its default feature
+// gates add), with upstream's weights.
+var inTree = []plugin{
+	{name: schedulinggates.Name, factory: schedulinggates.New, def: upstreamDefault},
+	{name: queuesort.Name, factory: queuesort.New, def: upstreamDefault},
+	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
+	{name: nodename.Name, factory: nodename.New, def: upstreamDefault},
+	{name: "TaintToleration", def: upstreamDefault, weight: 3},
+	{name: "NodeAffinity", def: upstreamDefault, weight: 2},
+	{name: "NodePorts", def: upstreamDefault},
+	{name: "NodeResourcesFit", def: upstreamDefault, weight: 1},
+	{name: "VolumeRestrictions", def: upstreamDefault},
+	{name: "NodeVolumeLimits", def: upstreamDefault},
+	{name: "VolumeBinding", def: upstreamDefault},
+	{name: "VolumeZone", def: upstreamDefault},
+	{name: "PodTopologySpread", def: upstreamDefault, weight: 2},
+	{name: "InterPodAffinity", def: upstreamDefault, weight: 2},
+	{name: "DynamicResources", def: upstreamDefault, weight: 2},
+	{name: "DefaultPreemption", def: upstreamDefault},
+	{name: "NodeResourcesBalancedAllocation", def: upstreamDefault, weight: 1},
+	{name: "ImageLocality", def: upstreamDefault, weight: 1},
+	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
+	{name: "NodeDeclaredFeatures", def: upstreamDefault},
+}
+
+func (p *plugin) built() bool {
+	return p.factory != nil
+}
+
+// NewInTreeRegistry returns a registry holding every built-in plugin under
+// its upstream name. Callers may merge more plugins into it.
+func NewInTreeRegistry() runtime.Registry {
+	r := runtime.Registry{}
+	for i := range inTree {
+		p := &inTree[i]
+		if !p.built() {
+			continue
+		}
+		if err := r.Register(p.name, p.factory, p.args); err != nil {
+			// The table is static; a duplicate is a programming error.
+			panic(err)
+		}
+	}
+	return r
+}
+
+// DefaultPlugins returns the plugins of the default profile as a multiPoint
+// list: upstream's default plugins that are built, in upstream's order and
+// with upstream's weights. A SchedulingProfile
+// naming no plugins runs exactly these.
+func DefaultPlugins() *configv1.Plugins {
+	out := &configv1.Plugins{}
+	for _, p := range inTree {
+		if p.def == notDefault || !p.built() {
+			continue
+		}
+		entry := configv1.Plugin{Name: p.name}
+		if p.weight != 0 {
+			w := p.weight
+			entry.Weight = &w
+		}
+		out.MultiPoint.Enabled = append(out.MultiPoint.Enabled, entry)
+	}
+	return out
+}
+
+// InstallDefaultPlugins makes DefaultPlugins the plugins every profile
+// starts from (runtime.SetDefaultPlugins). Call it once at start-up,
+// before building instances.
+func InstallDefaultPlugins() {
+	runtime.SetDefaultPlugins(DefaultPlugins())
+}
+
+// OmittedDefaultPlugins returns the plugins of kube-scheduler's default
+// profile that profile-scheduler does not provide yet, in upstream's order.
+func OmittedDefaultPlugins() []string {
+	var out []string
+	for _, p := range inTree {
+		if p.def == upstreamDefault && !p.built() {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// OmittedDefaultPluginsFor returns the omitted default plugins that
+// kube-scheduler would run for profile: those the profile does not disable
+// at multiPoint, by name or with "*". It is what a profile's
+// status.omittedDefaultPlugins reports.
+func OmittedDefaultPluginsFor(profile *configv1.KubeSchedulerProfile) []string {
+	omitted := OmittedDefaultPlugins()
+	if profile == nil || profile.Plugins == nil {
+		return omitted
+	}
+	disabled := sets.New[string]()
+	for _, p := range profile.Plugins.MultiPoint.Disabled {
+		disabled.Insert(p.Name)
+	}
+	if disabled.Has("*") {
+		return nil
+	}
+	return slices.DeleteFunc(omitted, disabled.Has)
+}
