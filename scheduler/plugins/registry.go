@@ -16,9 +16,11 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/tainttoleration"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -55,9 +57,9 @@ var inTree = []plugin{
 	{name: queuesort.Name, factory: queuesort.New, def: upstreamDefault},
 	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
 	{name: nodename.Name, factory: nodename.New, def: upstreamDefault},
-	{name: "TaintToleration", def: upstreamDefault, weight: 3},
+	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
 	{name: "NodeAffinity", def: upstreamDefault, weight: 2},
-	{name: "NodePorts", def: upstreamDefault},
+	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},
 	{name: "NodeResourcesFit", def: upstreamDefault, weight: 1},
 	{name: "VolumeRestrictions", def: upstreamDefault},
 	{name: "NodeVolumeLimits", def: upstreamDefault},
