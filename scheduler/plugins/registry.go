@@ -9,12 +9,15 @@
 package plugins
 
 import (
+	"fmt"
 	"slices"
 
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
@@ -58,7 +61,7 @@ var inTree = []plugin{
 	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
 	{name: nodename.Name, factory: nodename.New, def: upstreamDefault},
 	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
-	{name: "NodeAffinity", def: upstreamDefault, weight: 2},
+	{name: nodeaffinity.Name, factory: nodeaffinity.New, args: validate(nodeaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},
 	{name: "NodeResourcesFit", def: upstreamDefault, weight: 1},
 	{name: "VolumeRestrictions", def: upstreamDefault},
@@ -73,6 +76,17 @@ var inTree = []plugin{
 	{name: "ImageLocality", def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
 	{name: "NodeDeclaredFeatures", def: upstreamDefault},
+}
+
+// validate adapts a typed args validation to runtime.ArgsSpec.
+func validate[T k8sruntime.Object](fn func(T) error) runtime.ArgsSpec {
+	return runtime.ArgsSpec{Validate: func(obj k8sruntime.Object) error {
+		args, ok := obj.(T)
+		if !ok {
+			return fmt.Errorf("want args of type %T, got %T", *new(T), obj)
+		}
+		return fn(args)
+	}}
 }
 
 func (p *plugin) built() bool {
