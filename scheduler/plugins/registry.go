@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/balancedallocation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
@@ -63,7 +65,7 @@ var inTree = []plugin{
 	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
 	{name: nodeaffinity.Name, factory: nodeaffinity.New, args: validate(nodeaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},
-	{name: "NodeResourcesFit", def: upstreamDefault, weight: 1},
+	{name: noderesources.Name, factory: noderesources.New, args: validate(noderesources.ValidateFitArgs), def: upstreamDefault, weight: 1},
 	{name: "VolumeRestrictions", def: upstreamDefault},
 	{name: "NodeVolumeLimits", def: upstreamDefault},
 	{name: "VolumeBinding", def: upstreamDefault},
@@ -72,7 +74,7 @@ var inTree = []plugin{
 	{name: "InterPodAffinity", def: upstreamDefault, weight: 2},
 	{name: "DynamicResources", def: upstreamDefault, weight: 2},
 	{name: "DefaultPreemption", def: upstreamDefault},
-	{name: "NodeResourcesBalancedAllocation", def: upstreamDefault, weight: 1},
+	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: "ImageLocality", def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
 	{name: "NodeDeclaredFeatures", def: upstreamDefault},

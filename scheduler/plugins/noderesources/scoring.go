@@ -1,0 +1,175 @@
+package noderesources
+
+import (
+	"fmt"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/resourcescore"
+)
+
+const (
+	// maxUtilization is 100 percent, the top of a shape's utilization axis.
+	maxUtilization = 100
+	// maxCustomPriorityScore is the top of a shape's score axis (upstream's
+	// MaxCustomPriorityScore); shape scores are scaled to MaxNodeScore.
+	maxCustomPriorityScore = 10
+)
+
+// scorer is one scoring strategy over the configured resources. Every
+// strategy rates each resource the node has (and, for scalar resources,
+// that the pod requests) and combines the ratings weighted by resource.
+type scorer struct {
+	strategy  configv1.ScoringStrategyType
+	resources []resourcescore.Resource
+	// shape is RequestedToCapacityRatio's function, scores already scaled.
+	shape []shapePoint
+}
+
+type shapePoint struct {
+	utilization, score int64
+}
+
+func newScorer(st *configv1.ScoringStrategy) (*scorer, error) {
+	s := &scorer{strategy: st.Type, resources: resourcescore.NewResources(st.Resources)}
+	switch st.Type {
+	case configv1.LeastAllocated, configv1.MostAllocated:
+	case configv1.RequestedToCapacityRatio:
+		for _, p := range st.RequestedToCapacityRatio.Shape {
+			s.shape = append(s.shape, shapePoint{
+				utilization: int64(p.Utilization),
+				score:       int64(p.Score) * (framework.MaxNodeScore / maxCustomPriorityScore),
+			})
+		}
+	default:
+		return nil, fmt.Errorf("scoring strategy %s is not supported", st.Type)
+	}
+	return s, nil
+}
+
+// scoreRequestOptions reproduce how upstream's NodeResourcesFit computes a
+// pod's requests for scoring: containers without a cpu or memory request
+// count the scheduler's defaults (100m, 200Mi) so that such pods still
+// spread, and, as upstream's scorer is built without the plugin's feature
+// flags, pod-level resources and status resources are not used.
+var scoreRequestOptions = resourcehelper.PodResourcesOptions{
+	SkipPodLevelResources: true,
+	NonMissingContainerRequests: v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(framework.DefaultMilliCPURequest, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(framework.DefaultMemoryRequest, resource.DecimalSI),
+	},
+}
+
+func (s *scorer) podRequests(pod *v1.Pod) []int64 {
+	return resourcescore.PodRequests(pod, s.resources, scoreRequestOptions)
+}
+
+// score rates a node in 0..100. cpu and memory already allocated on the
+// node are NonZeroRequested, matching the pod side's defaults.
+func (s *scorer) score(ni *framework.NodeInfo, podRequests []int64) int64 {
+	var nodeScore, weightSum int64
+	for i := range s.resources {
+		r := &s.resources[i]
+		allocatable, allocated := r.NodeAmounts(ni, podRequests[i], false)
+		if allocatable == 0 {
+			continue
+		}
+		requested := allocated + podRequests[i]
+		switch s.strategy {
+		case configv1.LeastAllocated:
+			nodeScore += leastRequestedScore(requested, allocatable) * r.Weight
+			weightSum += r.Weight
+		case configv1.MostAllocated:
+			nodeScore += mostRequestedScore(requested, allocatable) * r.Weight
+			weightSum += r.Weight
+		case configv1.RequestedToCapacityRatio:
+			// Resources rated 0 do not dilute the others, as upstream.
+			if rs := s.ratioScore(requested, allocatable); rs > 0 {
+				nodeScore += rs * r.Weight
+				weightSum += r.Weight
+			}
+		}
+	}
+	if weightSum == 0 {
+		return 0
+	}
+	if s.strategy == configv1.RequestedToCapacityRatio {
+		return int64(math.Round(float64(nodeScore) / float64(weightSum)))
+	}
+	return nodeScore / weightSum
+}
+
+// leastRequestedScore favours free capacity: (capacity-requested)*100/capacity,
+// 0 when the node would be over-committed.
+func leastRequestedScore(requested, capacity int64) int64 {
+	if capacity == 0 || requested > capacity {
+		return 0
+	}
+	return (capacity - requested) * framework.MaxNodeScore / capacity
+}
+
+// mostRequestedScore favours used capacity: requested*100/capacity, with
+// requested capped at capacity (default requests can exceed it).
+func mostRequestedScore(requested, capacity int64) int64 {
+	if capacity == 0 {
+		return 0
+	}
+	requested = min(requested, capacity)
+	return requested * framework.MaxNodeScore / capacity
+}
+
+// ratioScore applies the shape to the utilization in percent; an
+// over-committed node counts as fully utilized.
+func (s *scorer) ratioScore(requested, capacity int64) int64 {
+	if capacity == 0 || requested > capacity {
+		return s.brokenLinear(maxUtilization)
+	}
+	return s.brokenLinear(requested * maxUtilization / capacity)
+}
+
+// brokenLinear is the piecewise-linear function through the shape points:
+// flat before the first and after the last point, integer interpolation
+// in between, as upstream's BuildBrokenLinearFunction.
+func (s *scorer) brokenLinear(p int64) int64 {
+	for i := range s.shape {
+		if p <= s.shape[i].utilization {
+			if i == 0 {
+				return s.shape[0].score
+			}
+			a, b := s.shape[i-1], s.shape[i]
+			return a.score + (b.score-a.score)*(p-a.utilization)/(b.utilization-a.utilization)
+		}
+	}
+	return s.shape[len(s.shape)-1].score
+}
+
+// validateShape is upstream's check of a RequestedToCapacityRatio shape:
+// at least one point, utilization strictly increasing within [0, 100],
+// scores within [0, 10].
+func validateShape(shape []configv1.UtilizationShapePoint, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(shape) == 0 {
+		return append(errs, field.Required(path, "at least one point must be specified"))
+	}
+	for i := 1; i < len(shape); i++ {
+		if shape[i-1].Utilization >= shape[i].Utilization {
+			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), shape[i].Utilization, "values must be sorted in increasing order"))
+			break
+		}
+	}
+	for i, p := range shape {
+		if p.Utilization < 0 || p.Utilization > maxUtilization {
+			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), p.Utilization, fmt.Sprintf("not in valid range [%d, %d]", 0, maxUtilization)))
+		}
+		if p.Score < 0 || p.Score > maxCustomPriorityScore {
+			errs = append(errs, field.Invalid(path.Index(i).Child("score"), p.Score, fmt.Sprintf("not in valid range [%d, %d]", 0, maxCustomPriorityScore)))
+		}
+	}
+	return errs
+}
