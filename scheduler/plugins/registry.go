@@ -18,6 +18,7 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/balancedallocation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/imagelocality"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
@@ -75,7 +76,7 @@ var inTree = []plugin{
 	{name: "DynamicResources", def: upstreamDefault, weight: 2},
 	{name: "DefaultPreemption", def: upstreamDefault},
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
-	{name: "ImageLocality", def: upstreamDefault, weight: 1},
+	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
 	{name: "NodeDeclaredFeatures", def: upstreamDefault},
 }
