@@ -27,6 +27,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/tainttoleration"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/unsupportedfeatures"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -39,6 +40,9 @@ const (
 	// upstreamDefault plugins are in kube-scheduler's default profile;
 	// when not built yet they are reported by OmittedDefaultPlugins.
 	upstreamDefault
+	// projectDefault plugins are in the default profile of
+	// profile-scheduler only.
+	projectDefault
 )
 
 // plugin is one row of the in-tree table.
@@ -61,6 +65,9 @@ type plugin struct {
 var inTree = []plugin{
 	{name: schedulinggates.Name, factory: schedulinggates.New, def: upstreamDefault},
 	{name: queuesort.Name, factory: queuesort.New, def: upstreamDefault},
+	// First among the filters so a pod needing a missing plugin is refused
+	// before any per-node work.
+	{name: unsupportedfeatures.Name, def: projectDefault}, // factory set in NewInTreeRegistry
 	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
 	{name: nodename.Name, factory: nodename.New, def: upstreamDefault},
 	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
@@ -93,7 +100,7 @@ func validate[T k8sruntime.Object](fn func(T) error) runtime.ArgsSpec {
 }
 
 func (p *plugin) built() bool {
-	return p.factory != nil
+	return p.factory != nil || p.name == unsupportedfeatures.Name
 }
 
 // NewInTreeRegistry returns a registry holding every built-in plugin under
@@ -105,7 +112,16 @@ func NewInTreeRegistry() runtime.Registry {
 		if !p.built() {
 			continue
 		}
-		if err := r.Register(p.name, p.factory, p.args); err != nil {
+		factory := p.factory
+		if p.name == unsupportedfeatures.Name {
+			// The guard tells "not built yet" from "not in this profile" by
+			// what this registry holds, including plugins merged later.
+			factory = unsupportedfeatures.NewFactory(func(name string) bool {
+				_, ok := r[name]
+				return ok
+			})
+		}
+		if err := r.Register(p.name, factory, p.args); err != nil {
 			// The table is static; a duplicate is a programming error.
 			panic(err)
 		}
@@ -115,7 +131,7 @@ func NewInTreeRegistry() runtime.Registry {
 
 // DefaultPlugins returns the plugins of the default profile as a multiPoint
 // list: upstream's default plugins that are built, in upstream's order and
-// with upstream's weights. A SchedulingProfile
+// with upstream's weights, plus UnsupportedFeatures. A SchedulingProfile
 // naming no plugins runs exactly these.
 func DefaultPlugins() *configv1.Plugins {
 	out := &configv1.Plugins{}

@@ -1,0 +1,325 @@
+package plugins_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+func TestDefaultPlugins(t *testing.T) {
+	want := &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{
+		{Name: "SchedulingGates"},
+		{Name: "PrioritySort"},
+		{Name: "UnsupportedFeatures"},
+		{Name: "NodeUnschedulable"},
+		{Name: "NodeName"},
+		{Name: "TaintToleration", Weight: ptr.To[int32](3)},
+		{Name: "NodeAffinity", Weight: ptr.To[int32](2)},
+		{Name: "NodePorts"},
+		{Name: "NodeResourcesFit", Weight: ptr.To[int32](1)},
+		{Name: "NodeResourcesBalancedAllocation", Weight: ptr.To[int32](1)},
+		{Name: "ImageLocality", Weight: ptr.To[int32](1)},
+		{Name: "DefaultBinder"},
+	}}}
+	if diff := cmp.Diff(want, plugins.DefaultPlugins()); diff != "" {
+		t.Errorf("DefaultPlugins (-want +got):\n%s", diff)
+	}
+	wantOmitted := []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+		"InterPodAffinity", "DynamicResources", "DefaultPreemption", "NodeDeclaredFeatures"}
+	if diff := cmp.Diff(wantOmitted, plugins.OmittedDefaultPlugins()); diff != "" {
+		t.Errorf("OmittedDefaultPlugins (-want +got):\n%s", diff)
+	}
+	// Every default plugin is registered, and every omitted one is not.
+	r := plugins.NewInTreeRegistry()
+	for _, p := range plugins.DefaultPlugins().MultiPoint.Enabled {
+		if _, ok := r[p.Name]; !ok {
+			t.Errorf("default plugin %s is not registered", p.Name)
+		}
+	}
+	for _, name := range plugins.OmittedDefaultPlugins() {
+		if _, ok := r[name]; ok {
+			t.Errorf("omitted plugin %s is registered", name)
+		}
+	}
+}
+
+func TestOmittedDefaultPluginsFor(t *testing.T) {
+	all := plugins.OmittedDefaultPlugins()
+	tests := []struct {
+		name    string
+		profile *configv1.KubeSchedulerProfile
+		want    []string
+	}{
+		{name: "no profile", want: all},
+		{name: "no plugins", profile: &configv1.KubeSchedulerProfile{}, want: all},
+		{
+			name: "disabled at multiPoint",
+			profile: &configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{
+				Disabled: []configv1.Plugin{{Name: "VolumeBinding"}, {Name: "DefaultPreemption"}},
+			}}},
+			want: slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "VolumeBinding" || s == "DefaultPreemption" }),
+		},
+		{
+			name: "all defaults disabled",
+			profile: &configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{
+				Disabled: []configv1.Plugin{{Name: "*"}},
+			}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, plugins.OmittedDefaultPluginsFor(tt.profile)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func newDefaultFramework(tb testing.TB, profile *configv1.KubeSchedulerProfile, snapshot *st.Snapshot, opts ...runtime.Option) framework.Framework {
+	tb.Helper()
+	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot,
+		append([]runtime.Option{runtime.WithDefaultPlugins(plugins.DefaultPlugins())}, opts...)...)
+}
+
+func names(set configv1.PluginSet) []string {
+	var out []string
+	for _, p := range set.Enabled {
+		name := p.Name
+		if p.Weight != nil {
+			name = fmt.Sprintf("%s(%d)", name, *p.Weight)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func TestDefaultProfile(t *testing.T) {
+	fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, nil)
+	got := fwk.ListPlugins()
+	want := map[string][]string{
+		"PreEnqueue": {"SchedulingGates"},
+		"QueueSort":  {"PrioritySort"},
+		"PreFilter":  {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit"},
+		"Filter":     {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"},
+		"PreScore":   {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality"},
+		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)",
+			"NodeResourcesBalancedAllocation(1)", "ImageLocality(1)"},
+		"Bind": {"DefaultBinder"},
+	}
+	gotMap := map[string][]string{
+		"PreEnqueue": names(got.PreEnqueue), "QueueSort": names(got.QueueSort), "PreFilter": names(got.PreFilter),
+		"Filter": names(got.Filter), "PreScore": names(got.PreScore), "Score": names(got.Score), "Bind": names(got.Bind),
+	}
+	if diff := cmp.Diff(want, gotMap); diff != "" {
+		t.Errorf("resolved default profile (-want +got):\n%s", diff)
+	}
+	for _, empty := range []configv1.PluginSet{got.PostFilter, got.Reserve, got.Permit, got.PreBind, got.PostBind} {
+		if len(empty.Enabled) != 0 {
+			t.Errorf("unexpected plugins %v", names(empty))
+		}
+	}
+}
+
+type res = map[v1.ResourceName]string
+
+func TestDefaultProfileBehaviour(t *testing.T) {
+	t.Run("unschedulable message", func(t *testing.T) {
+		nodes := []*v1.Node{
+			st.MakeNode().Name("small1").Capacity(res{"cpu": "1", "memory": "4Gi"}).Obj(),
+			st.MakeNode().Name("small2").Capacity(res{"cpu": "1", "memory": "4Gi"}).Obj(),
+			st.MakeNode().Name("small3").Capacity(res{"cpu": "1", "memory": "4Gi"}).Obj(),
+			st.MakeNode().Name("gpu1").Capacity(res{"cpu": "8", "memory": "4Gi"}).Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj(),
+			st.MakeNode().Name("gpu2").Capacity(res{"cpu": "8", "memory": "4Gi"}).Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj(),
+		}
+		snapshot := st.NewSnapshot(nil, nodes)
+		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
+		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").Req(res{"cpu": "2"}).Obj())
+		want := "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
+		if diff := cmp.Diff(want, got.Message); diff != "" {
+			t.Errorf("message (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("weighted scores", func(t *testing.T) {
+		nodes := []*v1.Node{
+			st.MakeNode().Name("a").Capacity(res{"cpu": "4", "memory": "8Gi"}).Taint("spot", "true", v1.TaintEffectPreferNoSchedule).Obj(),
+			st.MakeNode().Name("b").Capacity(res{"cpu": "4", "memory": "8Gi"}).Label("zone", "z1").Image(500*1024*1024, "nginx:latest").Obj(),
+		}
+		snapshot := st.NewSnapshot(nil, nodes)
+		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
+		pod := st.MakePod().Name("p").Req(res{"cpu": "1", "memory": "2Gi"}).
+			PreferredNodeAffinity(1, st.LabelTerm("zone", v1.NodeSelectorOpIn, "z1")).Obj()
+		pod.Spec.Containers[0].Image = "nginx"
+		got := st.RunCycle(t.Context(), fwk, snapshot, pod)
+		// TaintToleration 0/100 ×3, NodeAffinity 0/100 ×2, NodeResourcesFit
+		// 75 ×1, BalancedAllocation 75 ×1, ImageLocality 0/23 ×1.
+		want := map[string]int64{"a": 150, "b": 673}
+		if diff := cmp.Diff(want, got.Scores); diff != "" {
+			t.Errorf("scores (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("features without a plugin are refused", func(t *testing.T) {
+		snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
+		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
+		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").PVC("data").Obj())
+		want := "0/1 nodes are available: pod uses persistentVolumeClaim volumes, which need the VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone plugins: not available in profile-scheduler yet."
+		if diff := cmp.Diff(want, got.Message); diff != "" {
+			t.Errorf("message (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A profile as a user pastes it from a kube-scheduler configuration.
+const pastedProfiles = `
+- schedulerName: bin-packing
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NodeResourcesFit
+        weight: 5
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: ImageLocality
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: NodeResourcesFitArgs
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+        - name: memory
+          weight: 3
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions:
+            - key: pool
+              operator: In
+              values: [batch]
+- schedulerName: ratio
+  plugins:
+    multiPoint:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: PrioritySort
+      - name: NodeResourcesFit
+        weight: 1
+      - name: DefaultBinder
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: RequestedToCapacityRatio
+        resources:
+        - name: cpu
+          weight: 2
+        - name: memory
+          weight: 1
+        requestedToCapacityRatio:
+          shape:
+          - utilization: 0
+            score: 0
+          - utilization: 50
+            score: 8
+          - utilization: 100
+            score: 10
+`
+
+func TestPastedUpstreamProfiles(t *testing.T) {
+	var profiles []configv1.KubeSchedulerProfile
+	if err := yaml.UnmarshalStrict([]byte(pastedProfiles), &profiles); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []*v1.Node{
+		st.MakeNode().Name("busy").Label("pool", "batch").Capacity(res{"cpu": "4", "memory": "8Gi"}).Obj(),
+		st.MakeNode().Name("empty").Label("pool", "batch").Capacity(res{"cpu": "4", "memory": "8Gi"}).Obj(),
+		st.MakeNode().Name("web").Label("pool", "web").Capacity(res{"cpu": "4", "memory": "8Gi"}).Obj(),
+	}
+	existing := []*v1.Pod{st.MakePod().Name("e").Node("busy").Req(res{"cpu": "2", "memory": "1Gi"}).Obj()}
+	pod := st.MakePod().Name("p").Req(res{"cpu": "1", "memory": "1Gi"}).Obj()
+	enforced := framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't match scheduler-enforced node affinity").WithPlugin("NodeAffinity")
+
+	tests := []struct {
+		profile    *configv1.KubeSchedulerProfile
+		wantScore  []string
+		wantFilter map[string]*framework.Status
+		wantScores map[string]int64
+	}{
+		{
+			profile:    &profiles[0],
+			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)"},
+			wantFilter: map[string]*framework.Status{"busy": nil, "empty": nil, "web": enforced},
+			// MostAllocated with memory weighted 3: busy (75 + 25×3)/4 = 37,
+			// empty (25 + 12×3)/4 = 15; ×5, plus TaintToleration 100 ×3.
+			wantScores: map[string]int64{"busy": 300 + 37*5, "empty": 300 + 15*5},
+		},
+		{
+			profile:    &profiles[1],
+			wantScore:  []string{"NodeResourcesFit(1)"},
+			wantFilter: map[string]*framework.Status{"busy": nil, "empty": nil, "web": nil},
+			// Shape scores ×10. busy: cpu 75% → 80+(100-80)×25/50 = 90,
+			// memory 25% → 80×25/50 = 40: round((90×2 + 40)/3) = 73.
+			// empty: cpu 25% → 40, memory 12% → 80×12/50 = 19: round(99/3) = 33.
+			wantScores: map[string]int64{"busy": 73, "empty": 33, "web": 33},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(*tt.profile.SchedulerName, func(t *testing.T) {
+			snapshot := st.NewSnapshot(existing, nodes)
+			fwk := newDefaultFramework(t, tt.profile, snapshot)
+			if diff := cmp.Diff(tt.wantScore, names(fwk.ListPlugins().Score)); diff != "" {
+				t.Errorf("score plugins (-want +got):\n%s", diff)
+			}
+			got := st.RunCycle(t.Context(), fwk, snapshot, pod)
+			if got.Err != nil {
+				t.Fatal(got.Err)
+			}
+			if diff := cmp.Diff(tt.wantFilter, got.Filter); diff != "" {
+				t.Errorf("filter (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantScores, got.Scores); diff != "" {
+				t.Errorf("scores (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPastedProfileWithInvalidArgs(t *testing.T) {
+	const profile = `
+schedulerName: typo
+pluginConfig:
+- name: NodeResourcesFit
+  args:
+    scoringStrategy:
+      type: MostAllocated
+      resources:
+      - name: cpu
+        wieght: 2
+`
+	var p configv1.KubeSchedulerProfile
+	if err := yaml.UnmarshalStrict([]byte(profile), &p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runtime.NewFramework(t.Context(), plugins.NewInTreeRegistry(), &p, runtime.WithDefaultPlugins(plugins.DefaultPlugins()))
+	want := `PluginConfig plugin "NodeResourcesFit": decoding args: unknown field "scoringStrategy.resources[0].wieght"`
+	if err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %s", err, want)
+	}
+}
