@@ -1,0 +1,41 @@
+// Package defaultpreemption implements DefaultPreemption, the PostFilter
+// plugin of kube-scheduler's default profile: when no node fits a pod, it
+// looks for a node where evicting pods of lower priority would make room,
+// evicts them and nominates the node for the pod.
+//
+// The steps follow upstream:
+//
+//  1. A pod with preemptionPolicy: Never does not preempt; neither does a
+//     pod whose nominated node still has a victim of its earlier
+//     preemption terminating (unless the filters now call that node
+//     unresolvable).
+//  2. Only nodes whose Filter failure was Unschedulable are candidates: an
+//     UnschedulableAndUnresolvable failure (a missing label, node affinity,
+//     ...) cannot be fixed by removing pods.
+//  3. On each candidate, evaluated in parallel from a random offset, every
+//     lower-priority pod is removed (through the PreFilter extensions, so
+//     that spreading and affinity counts follow) and the pod must then pass
+//     the filters, nominated pods included. Victims are then reprieved one
+//     by one, most important first and those whose PodDisruptionBudget would
+//     be violated before the others, as long as the pod still fits. The
+//     search stops once max(minCandidateNodesPercentage × candidates,
+//     minCandidateNodesAbsolute) candidates are found and at least one of
+//     them violates no budget.
+//  4. The node is picked by, in order: fewest budget violations, lowest
+//     highest victim priority, lowest sum of victim priorities, fewest
+//     victims, latest start of the highest-priority victims.
+//  5. Victims get the DisruptionTarget condition (reason
+//     PreemptionByScheduler) and are deleted, or, if held at Permit,
+//     rejected in memory; a Preempted event is recorded on each. Lower
+//     priority pods nominated to the node lose their nomination, since they
+//     may no longer fit there.
+//
+// As upstream's default (async preemption, beta in 1.36), step 5 runs in
+// the background: PostFilter returns the nominated node at once, and the
+// plugin's PreEnqueue keeps the preemptor out of the active queue until the
+// API calls are done, so it is retried only once room is being made. The
+// scheduling loop records the nomination (status.nominatedNodeName and the
+// PodNominator); from then on, filters see the preemptor on that node
+// whenever they evaluate a pod of lower or equal priority, so lower
+// priority pods cannot take the room that was freed.
+package defaultpreemption

@@ -1,0 +1,273 @@
+package defaultpreemption
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+)
+
+const (
+	goroutineResultSuccess = "success"
+	goroutineResultError   = "error"
+)
+
+// actuateAsync evicts the victims of c in the background and clears the
+// nominations of lower-priority pods nominated to c's node. Until it is
+// done, PreEnqueue keeps the preemptor out of the active queue.
+func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
+	logger := klog.FromContext(pl.bgCtx)
+	victims := make([]*v1.Pod, 0, len(c.victims))
+	for _, v := range c.victims {
+		if v.DeletionTimestamp != nil {
+			// Graceful deletion already started; another call is useless.
+			logger.V(2).Info("Victim Pod is already being deleted, skipping the API call for it", "preemptor", klog.KObj(preemptor), "node", c.name, "victim", klog.KObj(v))
+			continue
+		}
+		victims = append(victims, v)
+	}
+	if len(victims) == 0 {
+		return
+	}
+	preemptionVictims.Observe(float64(len(c.victims)))
+
+	pl.mu.Lock()
+	pl.preempting[preemptor.UID] = struct{}{}
+	pl.mu.Unlock()
+
+	// Computed now, in the scheduling cycle: the nominator may change as
+	// soon as the cycle ends.
+	nominated := pl.lowerPriorityNominatedPods(preemptor, c.name)
+
+	pl.inFlight.Add(1)
+	go func() {
+		defer pl.inFlight.Done()
+		ctx, cancel := context.WithCancel(pl.bgCtx)
+		defer cancel()
+		start := time.Now()
+		result := goroutineResultSuccess
+		defer func() {
+			preemptionGoroutinesDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+			preemptionGoroutinesExecutionTotal.WithLabelValues(result).Inc()
+			pl.mu.Lock()
+			delete(pl.preempting, preemptor.UID)
+			delete(pl.lastVictims, preemptor.UID)
+			pl.mu.Unlock()
+			if result == goroutineResultError {
+				// The preemptor may sit among the unschedulable pods with
+				// no event left to move it: move it ourselves.
+				pl.fh.Activate(logger, map[string]*v1.Pod{preemptor.Namespace + "/" + preemptor.Name: preemptor})
+			}
+		}()
+		logger.V(2).Info("Start the preemption asynchronously", "preemptor", klog.KObj(preemptor), "node", c.name, "numVictims", len(c.victims), "numVictimsToDelete", len(victims))
+
+		// Lower-priority pods nominated to this node may not fit any more.
+		// Clearing their nomination requeues them so they look elsewhere
+		// now rather than after the victims are gone.
+		if err := clearNominatedNodeName(ctx, pl.fh.ClientSet(), nominated...); err != nil {
+			logger.Error(err, "Cannot clear 'NominatedNodeName' field from lower priority pods on the same target node", "node", c.name)
+			result = goroutineResultError
+		}
+
+		// All victims but the last are evicted in parallel. The last one is
+		// recorded first so that PreEnqueue can tell, from the informer,
+		// when its deletion went through even before this goroutine ends.
+		last := victims[len(victims)-1]
+		if rest := victims[:len(victims)-1]; len(rest) > 0 {
+			var errMu sync.Mutex
+			var firstErr error
+			pl.fh.Parallelizer().Until(ctx, len(rest), func(i int) {
+				if err := pl.preemptPod(ctx, c.name, preemptor, rest[i]); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+					errMu.Unlock()
+				}
+			}, Name)
+			if firstErr != nil {
+				logger.Error(firstErr, "Error occurred during async preemption")
+				result = goroutineResultError
+				// The preemptor will be retried; no point evicting more.
+				return
+			}
+		}
+		pl.mu.Lock()
+		pl.lastVictims[preemptor.UID] = types.NamespacedName{Namespace: last.Namespace, Name: last.Name}
+		pl.mu.Unlock()
+		if err := pl.preemptPod(ctx, c.name, preemptor, last); err != nil {
+			logger.Error(err, "Error occurred during async preemption of the last victim")
+			result = goroutineResultError
+		}
+		logger.V(2).Info("Async Preemption finished completely", "preemptor", klog.KObj(preemptor), "node", c.name, "result", result)
+	}()
+}
+
+// isPodRunningPreemption reports whether uid's victims are still being
+// evicted. Once the last victim is gone or terminating in the informer,
+// the preemption counts as done.
+func (pl *defaultPreemption) isPodRunningPreemption(uid types.UID) bool {
+	pl.mu.RLock()
+	defer pl.mu.RUnlock()
+	if _, ok := pl.preempting[uid]; !ok {
+		return false
+	}
+	last, ok := pl.lastVictims[uid]
+	if !ok {
+		return true
+	}
+	victim, err := pl.podLister.Pods(last.Namespace).Get(last.Name)
+	if err != nil || victim.DeletionTimestamp != nil {
+		return false
+	}
+	return true
+}
+
+// lowerPriorityNominatedPods returns the pods nominated to nodeName with a
+// lower priority than preemptor.
+func (pl *defaultPreemption) lowerPriorityNominatedPods(preemptor *v1.Pod, nodeName string) []*v1.Pod {
+	prio := corev1helpers.PodPriority(preemptor)
+	var out []*v1.Pod
+	for _, pi := range pl.fh.NominatedPodsForNode(nodeName) {
+		if corev1helpers.PodPriority(pi.Pod) < prio {
+			out = append(out, pi.Pod)
+		}
+	}
+	return out
+}
+
+// preemptPod evicts victim: a pod waiting at Permit is rejected in memory
+// (it goes back to the queue); any other gets the DisruptionTarget
+// condition, so its owner knows why it goes, and is deleted. An event is
+// recorded either way. A victim already gone is not an error.
+func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, preemptor, victim *v1.Pod) error {
+	logger := klog.FromContext(ctx)
+	msg := fmt.Sprintf("Preempted by pod %v on node %v", preemptor.UID, nodeName)
+	inMemory := false
+	if wp := pl.fh.GetWaitingPod(victim.UID); wp != nil && wp.Preempt(Name, "preempted") {
+		logger.V(2).Info("Preemptor preempted a waiting pod", "preemptor", klog.KObj(preemptor), "waitingPod", klog.KObj(victim), "node", nodeName)
+		inMemory = true
+		msg += " (in kube-scheduler memory)."
+	}
+	if !inMemory {
+		cs := pl.fh.ClientSet()
+		if cs == nil {
+			return errors.New("no Kubernetes client configured")
+		}
+		condition := v1.PodCondition{
+			Type:               v1.DisruptionTarget,
+			ObservedGeneration: victim.Generation,
+			Status:             v1.ConditionTrue,
+			Reason:             v1.PodReasonPreemptionByScheduler,
+			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
+		}
+		newStatus := victim.Status.DeepCopy()
+		if updatePodCondition(newStatus, &condition) {
+			if err := patchPodStatus(ctx, cs, victim, newStatus); err != nil {
+				if apierrors.IsNotFound(err) {
+					logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
+					return nil
+				}
+				logger.Error(err, "Could not add DisruptionTarget condition due to preemption", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim))
+				return err
+			}
+		}
+		if err := cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
+				return nil
+			}
+			logger.Error(err, "Tried to preempted pod", "pod", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
+			return err
+		}
+		logger.V(2).Info("Preemptor Pod preempted victim Pod", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
+	}
+	if r := pl.fh.EventRecorder(); r != nil {
+		r.WithLogger(logger).Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", msg)
+	}
+	return nil
+}
+
+// updatePodCondition sets condition in status and reports whether that
+// changed anything; the transition time moves only when the status does.
+func updatePodCondition(status *v1.PodStatus, condition *v1.PodCondition) bool {
+	condition.LastTransitionTime = metav1.Now()
+	for i := range status.Conditions {
+		old := &status.Conditions[i]
+		if old.Type != condition.Type {
+			continue
+		}
+		if condition.Status == old.Status {
+			condition.LastTransitionTime = old.LastTransitionTime
+		}
+		changed := condition.Status != old.Status || condition.Reason != old.Reason || condition.Message != old.Message ||
+			!condition.LastProbeTime.Equal(&old.LastProbeTime) || !condition.LastTransitionTime.Equal(&old.LastTransitionTime)
+		*old = *condition
+		return changed
+	}
+	status.Conditions = append(status.Conditions, *condition)
+	return true
+}
+
+// patchPodStatus sends the difference between pod's status and newStatus
+// as a strategic merge patch of the status subresource, retrying errors
+// that are likely transient.
+func patchPodStatus(ctx context.Context, cs clientset.Interface, pod *v1.Pod, newStatus *v1.PodStatus) error {
+	oldData, err := json.Marshal(v1.Pod{Status: pod.Status})
+	if err != nil {
+		return err
+	}
+	newData, err := json.Marshal(v1.Pod{Status: *newStatus})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, &v1.Pod{})
+	if err != nil {
+		return fmt.Errorf("failed to create merge patch for pod %q/%q: %w", pod.Namespace, pod.Name, err)
+	}
+	if string(patch) == "{}" {
+		return nil
+	}
+	return retry.OnError(retry.DefaultBackoff, retriable, func() error {
+		_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	})
+}
+
+func retriable(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsConflict(err) || utilnet.IsConnectionRefused(err)
+}
+
+// clearNominatedNodeName removes the nomination of pods.
+func clearNominatedNodeName(ctx context.Context, cs clientset.Interface, pods ...*v1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		if p.Status.NominatedNodeName == "" {
+			continue
+		}
+		if cs == nil {
+			return errors.New("no Kubernetes client configured")
+		}
+		st := p.Status.DeepCopy()
+		st.NominatedNodeName = ""
+		if err := patchPodStatus(ctx, cs, p, st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
