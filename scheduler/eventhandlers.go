@@ -1,0 +1,243 @@
+package scheduler
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
+)
+
+// addEventHandlers connects the pod and node informers to the cache and
+// the queue. Handlers run on the informers' goroutines, never on the loop.
+func (s *Scheduler) addEventHandlers() error {
+	podReg, err := s.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.addPod,
+		UpdateFunc: s.updatePod,
+		DeleteFunc: s.deletePod,
+	})
+	if err != nil {
+		return fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	nodeReg, err := s.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.addNode,
+		UpdateFunc: s.updateNode,
+		DeleteFunc: s.deleteNode,
+	})
+	if err != nil {
+		return fmt.Errorf("adding the node event handler: %w", err)
+	}
+	s.handlers = []cache.ResourceEventHandlerRegistration{podReg, nodeReg}
+	return nil
+}
+
+func assignedPod(pod *v1.Pod) bool { return pod.Spec.NodeName != "" }
+
+func terminalPod(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
+}
+
+// responsibleForPod reports whether a profile of this scheduler serves pod.
+func (s *Scheduler) responsibleForPod(pod *v1.Pod) bool {
+	return s.queue.HasProfile(pod.Spec.SchedulerName)
+}
+
+func (s *Scheduler) addNode(obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert to *v1.Node", "obj", obj)
+		return
+	}
+	s.logger.V(3).Info("Add event for node", "node", klog.KObj(node))
+	s.cache.AddNode(s.logger, node)
+	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventNodeAdd, nil, node, nil)
+}
+
+func (s *Scheduler) updateNode(oldObj, newObj any) {
+	oldNode, ok := oldObj.(*v1.Node)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert oldObj to *v1.Node", "oldObj", oldObj)
+		return
+	}
+	newNode, ok := newObj.(*v1.Node)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert newObj to *v1.Node", "newObj", newObj)
+		return
+	}
+	s.logger.V(4).Info("Update event for node", "node", klog.KObj(newNode))
+	s.cache.UpdateNode(s.logger, oldNode, newNode)
+	for _, evt := range queue.NodeSchedulingPropertiesChange(newNode, oldNode) {
+		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, evt, oldNode, newNode, nil)
+	}
+}
+
+func (s *Scheduler) deleteNode(obj any) {
+	var node *v1.Node
+	switch t := obj.(type) {
+	case *v1.Node:
+		node = t
+	case cache.DeletedFinalStateUnknown:
+		var ok bool
+		if node, ok = t.Obj.(*v1.Node); !ok {
+			s.logger.Error(nil, "Cannot convert to *v1.Node", "obj", t.Obj)
+			return
+		}
+	default:
+		s.logger.Error(nil, "Cannot convert to *v1.Node", "obj", t)
+		return
+	}
+	s.logger.V(3).Info("Delete event for node", "node", klog.KObj(node))
+	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventNodeDelete, node, nil, nil)
+	if err := s.cache.RemoveNode(s.logger, node); err != nil {
+		s.logger.Error(err, "Removing a node from the scheduler cache", "node", klog.KObj(node))
+	}
+}
+
+func (s *Scheduler) addPod(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert to *v1.Pod", "obj", obj)
+		return
+	}
+	if assignedPod(pod) {
+		s.addAssignedPodToCache(pod)
+	} else if s.responsibleForPod(pod) {
+		s.logger.V(3).Info("Add event for unscheduled pod", "pod", klog.KObj(pod))
+		s.queue.Add(s.logger, pod)
+	}
+}
+
+func (s *Scheduler) updatePod(oldObj, newObj any) {
+	oldPod, ok := oldObj.(*v1.Pod)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert oldObj to *v1.Pod", "oldObj", oldObj)
+		return
+	}
+	newPod, ok := newObj.(*v1.Pod)
+	if !ok {
+		s.logger.Error(nil, "Cannot convert newObj to *v1.Pod", "newObj", newObj)
+		return
+	}
+	switch {
+	case assignedPod(oldPod) && terminalPod(newPod):
+		// Only reached with an informer that keeps terminal pods.
+		s.deleteAssignedPodFromCache(newPod)
+	case assignedPod(oldPod):
+		s.updateAssignedPodInCache(oldPod, newPod)
+	case assignedPod(newPod):
+		// The binding arrived: this confirms an assumed pod.
+		s.addAssignedPodToCache(newPod)
+		if s.responsibleForPod(oldPod) {
+			s.queue.Delete(oldPod)
+		}
+	case s.responsibleForPod(oldPod):
+		s.updatePodInSchedulingQueue(oldPod, newPod)
+	}
+}
+
+func (s *Scheduler) deletePod(obj any) {
+	var pod *v1.Pod
+	switch t := obj.(type) {
+	case *v1.Pod:
+		pod = t
+	case cache.DeletedFinalStateUnknown:
+		var ok bool
+		if pod, ok = t.Obj.(*v1.Pod); !ok {
+			s.logger.Error(nil, "Cannot convert to *v1.Pod", "obj", t.Obj)
+			return
+		}
+	default:
+		s.logger.Error(nil, "Cannot convert to *v1.Pod", "obj", t)
+		return
+	}
+	if assignedPod(pod) {
+		s.deleteAssignedPodFromCache(pod)
+	} else if s.responsibleForPod(pod) {
+		s.deletePodFromSchedulingQueue(pod)
+	}
+}
+
+func (s *Scheduler) updatePodInSchedulingQueue(oldPod, newPod *v1.Pod) {
+	// Resyncs and duplicate deliveries carry no change.
+	if oldPod.ResourceVersion == newPod.ResourceVersion {
+		return
+	}
+	if s.cache.IsAssumedPod(newPod) {
+		// Being bound; if it is being deleted, give its room back now.
+		if newPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
+			s.handleAssumedPodDeletion(newPod)
+		}
+		return
+	}
+	s.logger.V(4).Info("Update event for unscheduled pod", "pod", klog.KObj(newPod))
+	s.queue.Update(s.logger, oldPod, newPod)
+	if nnn := oldPod.Status.NominatedNodeName; nnn != "" && nnn != newPod.Status.NominatedNodeName {
+		// The room promised to this pod is free again for pods it outranked.
+		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodDelete, oldPod, nil, lowerOrEqualPriority(oldPod))
+	}
+}
+
+func (s *Scheduler) deletePodFromSchedulingQueue(pod *v1.Pod) {
+	s.logger.V(3).Info("Delete event for unscheduled pod", "pod", klog.KObj(pod))
+	s.queue.Delete(pod)
+	if s.cache.IsAssumedPod(pod) {
+		s.handleAssumedPodDeletion(pod)
+	} else if pod.Status.NominatedNodeName != "" {
+		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodDelete, pod, nil, lowerOrEqualPriority(pod))
+	}
+}
+
+// handleAssumedPodDeletion releases the room of a pod deleted while it was
+// being bound. A pod waiting at Permit is rejected, and its binding
+// goroutine cleans up; otherwise the assumed pod is forgotten here.
+func (s *Scheduler) handleAssumedPodDeletion(pod *v1.Pod) {
+	assumed, err := s.cache.GetPod(pod)
+	if err != nil {
+		s.logger.V(5).Info("Assumed pod was already forgotten", "pod", klog.KObj(pod))
+		return
+	}
+	if wp, _ := s.profiles.GetWaitingPod(pod.UID); wp == nil || !wp.Reject("", "pod was deleted") {
+		if err := s.cache.ForgetPod(s.logger, assumed); err != nil {
+			s.logger.Error(err, "Forgetting a deleted assumed pod", "pod", klog.KObj(pod))
+		}
+	}
+	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodDelete, assumed, nil, nil)
+}
+
+func lowerOrEqualPriority(pod *v1.Pod) queue.PreEnqueueCheck {
+	prio := corev1helpers.PodPriority(pod)
+	return func(p *v1.Pod) bool { return corev1helpers.PodPriority(p) <= prio }
+}
+
+func (s *Scheduler) addAssignedPodToCache(pod *v1.Pod) {
+	s.logger.V(3).Info("Add event for scheduled pod", "pod", klog.KObj(pod))
+	if err := s.cache.AddPod(s.logger, pod); err != nil {
+		s.logger.Error(err, "Adding a pod to the scheduler cache", "pod", klog.KObj(pod))
+	}
+	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodAdd, nil, pod, nil)
+}
+
+func (s *Scheduler) updateAssignedPodInCache(oldPod, newPod *v1.Pod) {
+	s.logger.V(4).Info("Update event for scheduled pod", "pod", klog.KObj(oldPod))
+	if err := s.cache.UpdatePod(s.logger, oldPod, newPod); err != nil {
+		s.logger.Error(err, "Updating a pod in the scheduler cache", "pod", klog.KObj(oldPod))
+	}
+	for _, evt := range queue.PodSchedulingPropertiesChange(newPod, oldPod) {
+		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, evt, oldPod, newPod, nil)
+	}
+}
+
+func (s *Scheduler) deleteAssignedPodFromCache(pod *v1.Pod) {
+	s.logger.V(3).Info("Delete event for scheduled pod", "pod", klog.KObj(pod))
+	if _, err := s.cache.GetPod(pod); err != nil {
+		// Already released (e.g. it turned terminal before it was deleted).
+		return
+	}
+	if err := s.cache.RemovePod(s.logger, pod); err != nil {
+		s.logger.Error(err, "Removing a pod from the scheduler cache", "pod", klog.KObj(pod))
+	}
+	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodDelete, pod, nil, nil)
+}

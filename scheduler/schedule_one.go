@@ -1,0 +1,523 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// ErrNoNodesAvailable is the error of a cycle in a cluster without nodes.
+var ErrNoNodesAvailable = errors.New("no nodes available to schedule pods")
+
+// maxEventNoteLength is the longest note the events API accepts.
+const maxEventNoteLength = 1024
+
+// clearNominatedNode is the nominating info of a failure that voids any
+// nomination the pod had.
+var clearNominatedNode = &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: ""}
+
+// ScheduleResult is the outcome of a successful scheduling cycle.
+type ScheduleResult struct {
+	// SuggestedHost is the node the pod goes to.
+	SuggestedHost string
+	// EvaluatedNodes is how many nodes were filtered.
+	EvaluatedNodes int
+	// FeasibleNodes is how many of them passed.
+	FeasibleNodes int
+	// nominatingInfo is set by PostFilter when the cycle failed.
+	nominatingInfo *framework.NominatingInfo
+}
+
+// scheduleOne schedules the next pod. It returns false once the queue is
+// closed. The pod's profile instance is held from here until its binding
+// cycle ends, so a newly published instance never changes an attempt
+// midway and the old one is closed only when no attempt uses it.
+func (s *Scheduler) scheduleOne(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	podInfo, err := s.queue.Pop(logger)
+	if err != nil {
+		if errors.Is(err, queue.ErrClosed) {
+			return false
+		}
+		logger.Error(err, "Taking the next pod from the queue")
+		return true
+	}
+	pod := podInfo.Pod
+	ref, ok := s.profiles.Acquire(pod.Spec.SchedulerName)
+	if !ok {
+		// The profile went away after the pod was queued; its pods
+		// return with it.
+		s.queue.Done(pod.UID)
+		return true
+	}
+	fwk := ref.Framework()
+	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(pod), "profile", fwk.ProfileName())
+	ctx = klog.NewContext(ctx, logger)
+	if s.skipPodSchedule(ctx, fwk, pod) {
+		s.queue.Done(pod.UID)
+		ref.Release()
+		return true
+	}
+	logger.V(3).Info("Attempting to schedule pod")
+
+	start := time.Now()
+	state := framework.NewCycleState()
+	state.SetRecordPluginMetrics(runtime.ShouldSamplePluginMetrics())
+	podsToActivate := framework.NewPodsToActivate()
+	state.Write(framework.PodsToActivateKey, podsToActivate)
+
+	cycleCtx, cancel := context.WithCancel(ctx)
+	result, assumedPodInfo, status := s.schedulingCycle(cycleCtx, state, fwk, podInfo, podsToActivate)
+	cancel()
+	if !status.IsSuccess() {
+		s.handleSchedulingFailure(ctx, fwk, assumedPodInfo, status, result.nominatingInfo, start)
+		ref.Release()
+		return true
+	}
+
+	s.bindings.Add(1)
+	go func() {
+		defer s.bindings.Done()
+		defer ref.Release()
+		status := s.bindingCycle(ctx, state, fwk, result, assumedPodInfo, start, podsToActivate)
+		if !status.IsSuccess() {
+			s.handleBindingCycleError(ctx, state, fwk, assumedPodInfo, start, result, status)
+			return
+		}
+		s.queue.Done(assumedPodInfo.Pod.UID)
+	}()
+	return true
+}
+
+// skipPodSchedule reports whether pod must not be scheduled now: it is
+// being deleted, or it is already assumed (an update requeued it while its
+// binding runs).
+func (s *Scheduler) skipPodSchedule(ctx context.Context, fwk framework.Framework, pod *v1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		s.recorder(fwk).Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "skip schedule deleting pod: %v/%v", pod.Namespace, pod.Name)
+		klog.FromContext(ctx).V(3).Info("Skip schedule deleting pod")
+		return true
+	}
+	if s.cache.IsAssumedPod(pod) {
+		klog.FromContext(ctx).V(3).Info("Skip schedule pod that is already assumed")
+		return true
+	}
+	return false
+}
+
+// schedulingCycle finds a node, assumes the pod there and runs Reserve and
+// Permit. It makes no API call. On failure it returns the pod info to
+// requeue and the status; Reserve and the assumption are undone.
+func (s *Scheduler) schedulingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo, podsToActivate *framework.PodsToActivate) (ScheduleResult, *framework.QueuedPodInfo, *framework.Status) {
+	logger := klog.FromContext(ctx)
+	pod := podInfo.Pod
+	result, err := s.schedulePod(ctx, fwk, state, pod)
+	if err != nil {
+		if errors.Is(err, ErrNoNodesAvailable) {
+			return ScheduleResult{nominatingInfo: clearNominatedNode}, podInfo, framework.NewStatus(framework.UnschedulableAndUnresolvable).WithError(err)
+		}
+		var fitErr *framework.FitError
+		if !errors.As(err, &fitErr) {
+			return ScheduleResult{nominatingInfo: clearNominatedNode}, podInfo, framework.AsStatus(err)
+		}
+		if !fwk.HasPostFilterPlugins() {
+			return ScheduleResult{}, podInfo, framework.NewStatus(framework.Unschedulable).WithError(err)
+		}
+		// PostFilter (preemption) may make room for a later attempt.
+		postResult, postStatus := fwk.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+		fitErr.Diagnosis.PostFilterMsg = postStatus.Message()
+		if postStatus.Code() == framework.Error {
+			logger.Error(nil, "Status after running PostFilter plugins for pod", "status", postStatus.Message())
+		} else {
+			logger.V(5).Info("Status after running PostFilter plugins for pod", "status", postStatus.Message())
+		}
+		var ni *framework.NominatingInfo
+		if postResult != nil {
+			ni = postResult.NominatingInfo
+		}
+		return ScheduleResult{nominatingInfo: ni}, podInfo, framework.NewStatus(framework.Unschedulable).WithError(err)
+	}
+
+	// Count the pod on its node now, so the next cycle sees the room it
+	// takes, before the binding is even sent.
+	assumedPodInfo := podInfo.DeepCopy()
+	assumedPod := assumedPodInfo.Pod
+	assumedPod.Spec.NodeName = result.SuggestedHost
+	if err := s.cache.AssumePod(logger, assumedPodInfo.PodInfo); err != nil {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, framework.AsStatus(err)
+	}
+	s.queue.DeleteNominatedPodIfExists(assumedPod)
+
+	if sts := fwk.RunReservePluginsReserve(ctx, state, assumedPod, result.SuggestedHost); !sts.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
+		if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
+			logger.Error(err, "Forgetting the assumed pod after Reserve failed")
+		}
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, rejectionOnNode(pod, result.SuggestedHost, sts)
+	}
+
+	permit := fwk.RunPermitPlugins(ctx, state, assumedPod, result.SuggestedHost)
+	if !permit.IsWait() && !permit.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
+		if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
+			logger.Error(err, "Forgetting the assumed pod after Permit failed")
+		}
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, rejectionOnNode(pod, result.SuggestedHost, permit)
+	}
+
+	if m := podsToActivate.Take(); len(m) != 0 {
+		s.queue.Activate(logger, m)
+	}
+	return result, assumedPodInfo, nil
+}
+
+// rejectionOnNode turns a rejection on the chosen node (Reserve, Permit)
+// into a FitError over that one node, so the pod is requeued by the
+// rejecting plugin's events; other failures pass through.
+func rejectionOnNode(pod *v1.Pod, nodeName string, sts *framework.Status) *framework.Status {
+	if !sts.IsRejected() {
+		return sts
+	}
+	fitErr := &framework.FitError{
+		NumAllNodes: 1,
+		Pod:         pod,
+		Diagnosis:   framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()},
+	}
+	fitErr.Diagnosis.NodeToStatus.Set(nodeName, sts)
+	fitErr.Diagnosis.AddPluginStatus(sts)
+	return framework.NewStatus(sts.Code()).WithError(fitErr)
+}
+
+// schedulePod picks a node for pod on an up-to-date snapshot.
+func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
+	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.snapshot); err != nil {
+		return ScheduleResult{}, err
+	}
+	if s.snapshot.NumNodes() == 0 {
+		return ScheduleResult{}, ErrNoNodesAvailable
+	}
+	feasible, diagnosis, err := s.findNodesThatFitPod(ctx, fwk, state, pod)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	if len(feasible) == 0 {
+		return ScheduleResult{}, &framework.FitError{Pod: pod, NumAllNodes: s.snapshot.NumNodes(), Diagnosis: diagnosis}
+	}
+	evaluated := len(feasible) + diagnosis.NodeToStatus.Len()
+	if len(feasible) == 1 {
+		return ScheduleResult{SuggestedHost: feasible[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
+	}
+	host, err := s.prioritizeAndSelect(ctx, fwk, state, pod, feasible)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	return ScheduleResult{SuggestedHost: host, EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}, nil
+}
+
+// findNodesThatFitPod runs PreFilter once and Filter over the nodes, trying
+// the pod's nominated node first.
+func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+	logger := klog.FromContext(ctx)
+	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	allNodes, err := s.snapshot.List()
+	if err != nil {
+		return nil, diagnosis, err
+	}
+	preRes, st, narrowing := fwk.RunPreFilterPlugins(ctx, state, pod)
+	diagnosis.UnschedulablePlugins = narrowing
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return nil, diagnosis, st.AsError()
+		}
+		// Every node gets the same status so that preemption sees them all.
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(st)
+		diagnosis.PreFilterMsg = st.Message()
+		logger.V(5).Info("Status after running PreFilter plugins for pod", "status", st.Message())
+		diagnosis.AddPluginStatus(st)
+		return nil, diagnosis, nil
+	}
+
+	// A nominated node was likely freed by preemption for this very pod:
+	// try it alone first.
+	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+		feasible, err := s.evaluateNominatedNode(ctx, fwk, state, pod, nnn, &diagnosis)
+		if err != nil {
+			logger.Error(err, "Evaluation failed on nominated node", "node", nnn)
+		}
+		if len(feasible) != 0 {
+			return feasible, diagnosis, nil
+		}
+	}
+
+	nodes := allNodes
+	if !preRes.AllNodes() {
+		nodes = make([]*framework.NodeInfo, 0, len(preRes.NodeNames))
+		for name := range preRes.NodeNames {
+			// A PreFilter result may name nodes that do not exist.
+			if ni, err := s.snapshot.Get(name); err == nil {
+				nodes = append(nodes, ni)
+			}
+		}
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowing))))
+	}
+	numToFind := int(fwk.NumFeasibleNodesToFind(int32(len(nodes))))
+	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, s.nextStartNodeIndex, numToFind)
+	// Move the start even on error, so every node gets its turn.
+	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(allNodes)
+	if err != nil {
+		return nil, diagnosis, err
+	}
+	return feasible, diagnosis, nil
+}
+
+func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
+	ni, err := s.snapshot.Get(nodeName)
+	if err != nil {
+		return nil, err
+	}
+	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, diagnosis, []*framework.NodeInfo{ni}, 0, 1)
+	return feasible, err
+}
+
+// prioritizeAndSelect scores the feasible nodes and picks the highest total;
+// ties are broken uniformly at random by reservoir sampling, as upstream.
+func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) (string, error) {
+	if !fwk.HasScorePlugins() {
+		// Every node scores the same.
+		return feasible[rand.IntN(len(feasible))].Node().Name, nil
+	}
+	if st := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	scores, st := fwk.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	if klogV := klog.FromContext(ctx).V(10); klogV.Enabled() {
+		for _, ns := range scores {
+			klogV.Info("Plugin scored node for pod", "node", ns.Name, "score", ns.TotalScore, "plugins", ns.Scores)
+		}
+	}
+	return selectHost(scores)
+}
+
+// selectHost returns the node with the highest total score; among equal
+// ones each is chosen with the same probability.
+func selectHost(scores []framework.NodePluginScores) (string, error) {
+	if len(scores) == 0 {
+		return "", errors.New("empty priorityList")
+	}
+	best := scores[0].TotalScore
+	selected := scores[0].Name
+	ties := 1
+	for _, ns := range scores[1:] {
+		switch {
+		case ns.TotalScore > best:
+			best, selected, ties = ns.TotalScore, ns.Name, 1
+		case ns.TotalScore == best:
+			ties++
+			if rand.IntN(ties) == 0 {
+				selected = ns.Name
+			}
+		}
+	}
+	return selected, nil
+}
+
+// bindingCycle waits for Permit and binds; it runs on its own goroutine.
+// A wait at Permit ends when ctx does (the pod is then retried); PreBind,
+// Bind and PostBind run to completion even during shutdown, so a binding
+// request already sent is never abandoned halfway.
+func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time, podsToActivate *framework.PodsToActivate) *framework.Status {
+	logger := klog.FromContext(ctx)
+	assumedPod := assumedPodInfo.Pod
+	host := result.SuggestedHost
+
+	if st := fwk.WaitOnPermit(ctx, assumedPod); !st.IsSuccess() {
+		if st.IsRejected() {
+			fitErr := &framework.FitError{
+				NumAllNodes: 1,
+				Pod:         assumedPod,
+				Diagnosis: framework.Diagnosis{
+					NodeToStatus:         framework.NewDefaultNodeToStatus(),
+					UnschedulablePlugins: sets.New[string](),
+				},
+			}
+			if st.Plugin() != "" {
+				fitErr.Diagnosis.UnschedulablePlugins.Insert(st.Plugin())
+			}
+			fitErr.Diagnosis.NodeToStatus.Set(host, st)
+			return framework.NewStatus(st.Code()).WithError(fitErr)
+		}
+		return st
+	}
+	// From here on a failure is never "unschedulable": the pod goes to
+	// backoff, so events need no longer be recorded for it.
+	s.queue.Done(assumedPod.UID)
+
+	bindCtx := context.WithoutCancel(ctx)
+	if st := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host); st.Code() == framework.Error || st.IsRejected() {
+		return st
+	}
+	if st := fwk.RunPreBindPlugins(bindCtx, state, assumedPod, host); !st.IsSuccess() {
+		return st
+	}
+	if st := s.bind(bindCtx, fwk, state, assumedPod, host); !st.IsSuccess() {
+		return st
+	}
+	logger.V(2).Info("Successfully bound pod to node", "node", host, "evaluatedNodes", result.EvaluatedNodes, "feasibleNodes", result.FeasibleNodes)
+	observeAttempt(scheduledResult, fwk.ProfileName(), time.Since(start).Seconds())
+	podSchedulingAttempts.Observe(float64(assumedPodInfo.Attempts))
+	if t := assumedPodInfo.InitialAttemptTimestamp; t != nil {
+		podSchedulingSLIDuration.WithLabelValues(attemptsLabel(assumedPodInfo.Attempts), fwk.ProfileName()).Observe(time.Since(*t).Seconds())
+	}
+	fwk.RunPostBindPlugins(bindCtx, state, assumedPod, host)
+	if m := podsToActivate.Take(); len(m) != 0 {
+		s.queue.Activate(logger, m)
+	}
+	return nil
+}
+
+// bind runs the Bind plugins and tells the cache the binding call returned.
+func (s *Scheduler) bind(ctx context.Context, fwk framework.Framework, state *framework.CycleState, assumed *v1.Pod, host string) *framework.Status {
+	st := fwk.RunBindPlugins(ctx, state, assumed, host)
+	if err := s.cache.FinishBinding(klog.FromContext(ctx), assumed); err != nil {
+		klog.FromContext(ctx).Error(err, "Finishing the binding in the scheduler cache")
+	}
+	if !st.IsSuccess() {
+		klog.FromContext(ctx).V(1).Info("Failed to bind pod", "node", host)
+		return st
+	}
+	s.recorder(fwk).Eventf(assumed, nil, v1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, host)
+	return nil
+}
+
+// handleBindingCycleError undoes Reserve and the assumption, tells the
+// queue that room was freed, and requeues the pod.
+func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo, start time.Time, result ScheduleResult, st *framework.Status) {
+	logger := klog.FromContext(ctx)
+	assumedPod := podInfo.Pod
+	fwk.RunReservePluginsUnreserve(context.WithoutCancel(ctx), state, assumedPod, result.SuggestedHost)
+	if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
+		logger.Error(err, "Forgetting the assumed pod after its binding cycle failed")
+	} else if st.IsRejected() {
+		// Not the pod itself: it was rejected, so only its plugins' events may requeue it.
+		defer s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, func(p *v1.Pod) bool {
+			return p.UID != assumedPod.UID
+		})
+	} else {
+		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, nil)
+	}
+	s.handleSchedulingFailure(ctx, fwk, podInfo, st, clearNominatedNode, start)
+}
+
+// handleSchedulingFailure requeues the pod (unless it was deleted, bound or
+// recreated meanwhile), records the nomination, and reports the failure
+// with a FailedScheduling event and the PodScheduled condition, both sent
+// asynchronously.
+func (s *Scheduler) handleSchedulingFailure(ctx context.Context, fwk framework.Framework, podInfo *framework.QueuedPodInfo, st *framework.Status, ni *framework.NominatingInfo, start time.Time) {
+	logger := klog.FromContext(ctx)
+	requeued := false
+	defer func() {
+		if !requeued {
+			s.queue.Done(podInfo.Pod.UID)
+		}
+	}()
+
+	reason := v1.PodReasonSchedulerError
+	result := errorResult
+	if st.IsRejected() {
+		reason = v1.PodReasonUnschedulable
+		result = unschedulableResult
+	}
+	observeAttempt(result, fwk.ProfileName(), time.Since(start).Seconds())
+
+	pod := podInfo.Pod
+	err := st.AsError()
+	msg := st.Message()
+	// The plugins of this failure replace those of earlier ones.
+	podInfo.UnschedulablePlugins = sets.New[string]()
+	podInfo.PendingPlugins = sets.New[string]()
+	var fitErr *framework.FitError
+	switch {
+	case errors.Is(err, ErrNoNodesAvailable):
+		logger.V(2).Info("Unable to schedule pod; no nodes are registered to the cluster; waiting")
+	case errors.As(err, &fitErr):
+		if fitErr.Diagnosis.UnschedulablePlugins != nil {
+			podInfo.UnschedulablePlugins = fitErr.Diagnosis.UnschedulablePlugins
+		}
+		if fitErr.Diagnosis.PendingPlugins != nil {
+			podInfo.PendingPlugins = fitErr.Diagnosis.PendingPlugins
+		}
+		logger.V(2).Info("Unable to schedule pod; no fit; waiting", "err", msg)
+	default:
+		logger.Error(err, "Error scheduling pod; retrying")
+	}
+
+	current, getErr := s.podLister.Pods(pod.Namespace).Get(pod.Name)
+	switch {
+	case getErr != nil:
+		logger.V(3).Info("Pod doesn't exist in informer cache", "err", getErr)
+	case current.Spec.NodeName != "":
+		logger.V(3).Info("Pod has been assigned to node. Abort adding it back to queue.", "node", current.Spec.NodeName)
+	case current.UID != pod.UID:
+		logger.V(2).Info("Pod was recreated while handling scheduling failure. Skip requeueing and status updates.", "newUID", current.UID)
+		return
+	default:
+		// Requeue the informer's latest version. Informer objects are
+		// shared and never modified by the queue, so no copy is needed.
+		pi, perr := framework.NewPodInfo(current)
+		if perr != nil {
+			logger.V(4).Info("Parsing the pod's affinity terms", "err", perr)
+		}
+		podInfo.PodInfo = pi
+		pod = current
+		if err := s.queue.AddUnschedulableIfNotPresent(logger, podInfo, s.queue.SchedulingCycle()); err != nil {
+			logger.Error(err, "Requeueing the pod")
+		}
+		requeued = true
+	}
+	s.queue.AddNominatedPod(logger, podInfo.PodInfo, ni)
+	if err == nil {
+		return
+	}
+	s.recorder(fwk).Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", truncateMessage(msg))
+	s.status.update(pod, &v1.PodCondition{
+		Type:               v1.PodScheduled,
+		Status:             v1.ConditionFalse,
+		Reason:             reason,
+		Message:            msg,
+		ObservedGeneration: pod.Generation,
+	}, ni)
+}
+
+// recorder is the instance's event recorder; instances not built by
+// NewFramework may lack one.
+func (s *Scheduler) recorder(fwk framework.Framework) events.EventRecorder {
+	if r := fwk.EventRecorder(); r != nil {
+		return r
+	}
+	return s.broadcaster.NewRecorder(scheme.Scheme, fwk.ProfileName())
+}
+
+// truncateMessage keeps an event note within the API's limit.
+func truncateMessage(msg string) string {
+	if len(msg) <= maxEventNoteLength {
+		return msg
+	}
+	const suffix = " ..."
+	return msg[:maxEventNoteLength-len(suffix)] + suffix
+}

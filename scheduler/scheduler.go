@@ -1,0 +1,376 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// informerSyncTimeout bounds how long NewFramework waits for the informers
+// that a new instance's plugins asked for.
+const informerSyncTimeout = time.Minute
+
+// Scheduler is the scheduling loop with everything it needs: informers,
+// cache, queue, snapshot and the live profile set. Build it with New, add
+// it to the manager (it is a leader-elected Runnable) and publish
+// instances built with NewFramework into Profiles().
+type Scheduler struct {
+	client          clientset.Interface
+	registry        runtime.Registry
+	informerFactory informers.SharedInformerFactory
+	podLister       listersv1.PodLister
+	podInformer     cache.SharedIndexInformer
+	nodeInformer    cache.SharedIndexInformer
+	handlers        []cache.ResourceEventHandlerRegistration
+
+	profiles    *profiles.Set
+	cache       *internalcache.Cache
+	queue       *queue.PriorityQueue
+	broadcaster events.EventBroadcaster
+	status      *statusUpdater
+
+	parallelism              int
+	percentageOfNodesToScore *int32
+	defaultPlugins           *configv1.Plugins
+
+	// logger is the one New was given, for informer handlers, which get no context.
+	logger klog.Logger
+	// profileCtx carries logger to queue calls made from profile-set subscriptions.
+	profileCtx context.Context
+
+	// snapshot and nextStartNodeIndex belong to the scheduling loop: only
+	// its goroutine (and the Filter/Score workers of the cycle it runs)
+	// touches them.
+	snapshot           *internalcache.Snapshot
+	nextStartNodeIndex int
+
+	// mu guards runCtx, which is set once Start runs; NewFramework then
+	// starts and waits for the informers new plugins asked for.
+	mu     sync.Mutex
+	runCtx context.Context
+
+	// bindings counts binding goroutines, so Start returns only after the
+	// bindings in flight finished.
+	bindings sync.WaitGroup
+}
+
+var (
+	_ manager.Runnable               = (*Scheduler)(nil)
+	_ manager.LeaderElectionRunnable = (*Scheduler)(nil)
+)
+
+type options struct {
+	informerFactory               informers.SharedInformerFactory
+	profiles                      *profiles.Set
+	parallelism                   int
+	percentageOfNodesToScore      *int32
+	defaultPlugins                *configv1.Plugins
+	podInitialBackoff             time.Duration
+	podMaxBackoff                 time.Duration
+	podMaxInUnschedulableDuration time.Duration
+	assumedPodTTL                 time.Duration
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithInformerFactory shares an informer factory with other components. Its
+// pod informer should leave out terminal pods, as the default one does.
+func WithInformerFactory(f informers.SharedInformerFactory) Option {
+	return func(o *options) { o.informerFactory = f }
+}
+
+// WithProfiles sets the profile set to serve; by default New makes one.
+func WithProfiles(s *profiles.Set) Option {
+	return func(o *options) { o.profiles = s }
+}
+
+// WithParallelism sets the goroutines used for Filter and Score (default GOMAXPROCS).
+func WithParallelism(p int) Option {
+	return func(o *options) { o.parallelism = p }
+}
+
+// WithPercentageOfNodesToScore sets the scheduler-wide percentageOfNodesToScore,
+// used by profiles that set none (0 means adaptive).
+func WithPercentageOfNodesToScore(p int32) Option {
+	return func(o *options) { o.percentageOfNodesToScore = &p }
+}
+
+// WithDefaultPlugins sets the plugins profiles are merged onto, instead of
+// the runtime's defaults.
+func WithDefaultPlugins(p *configv1.Plugins) Option {
+	return func(o *options) { o.defaultPlugins = p.DeepCopy() }
+}
+
+// WithPodBackoff sets the initial and maximum backoff of failed pods (1 s and 10 s by default).
+func WithPodBackoff(initial, maxBackoff time.Duration) Option {
+	return func(o *options) { o.podInitialBackoff, o.podMaxBackoff = initial, maxBackoff }
+}
+
+// WithPodMaxInUnschedulablePodsDuration sets how long an unschedulable pod
+// waits for an event before it is retried anyway (5 minutes by default).
+func WithPodMaxInUnschedulablePodsDuration(d time.Duration) Option {
+	return func(o *options) { o.podMaxInUnschedulableDuration = d }
+}
+
+// WithAssumedPodTTL sets how long a pod whose binding finished may wait for
+// the informer to show it bound before its resources are released.
+func WithAssumedPodTTL(d time.Duration) Option {
+	return func(o *options) { o.assumedPodTTL = d }
+}
+
+// New builds a scheduler that binds pods through client with instances of
+// plugins from registry. ctx supplies the logger; the scheduler runs in Start.
+func New(ctx context.Context, client clientset.Interface, registry runtime.Registry, opts ...Option) (*Scheduler, error) {
+	if client == nil {
+		return nil, errors.New("a client is required")
+	}
+	o := options{
+		parallelism:                   framework.DefaultParallelism(),
+		podInitialBackoff:             queue.DefaultPodInitialBackoffDuration,
+		podMaxBackoff:                 queue.DefaultPodMaxBackoffDuration,
+		podMaxInUnschedulableDuration: queue.DefaultPodMaxInUnschedulablePodsDuration,
+		assumedPodTTL:                 internalcache.DefaultAssumedPodTTL,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	logger := klog.FromContext(ctx).WithName("scheduler")
+	if o.informerFactory == nil {
+		o.informerFactory = informers.NewSharedInformerFactory(client, 0)
+	}
+	if o.profiles == nil {
+		o.profiles = profiles.NewSet(logger)
+	}
+	if err := registerMetrics(); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+
+	s := &Scheduler{
+		client:                   client,
+		registry:                 registry,
+		informerFactory:          o.informerFactory,
+		profiles:                 o.profiles,
+		broadcaster:              events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()}),
+		parallelism:              o.parallelism,
+		percentageOfNodesToScore: o.percentageOfNodesToScore,
+		defaultPlugins:           o.defaultPlugins,
+		logger:                   logger,
+		profileCtx:               klog.NewContext(context.Background(), logger),
+		snapshot:                 internalcache.NewEmptySnapshot(),
+	}
+	// Terminal pods hold no resources: keeping them out of the informer
+	// releases them (the watch reports a pod that turns terminal as deleted).
+	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
+	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
+	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
+
+	s.queue = queue.New(
+		queue.WithPodLister(s.podLister),
+		queue.WithPodInitialBackoffDuration(o.podInitialBackoff),
+		queue.WithPodMaxBackoffDuration(o.podMaxBackoff),
+		queue.WithPodMaxInUnschedulablePodsDuration(o.podMaxInUnschedulableDuration),
+	)
+	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod))
+	s.status = newStatusUpdater(client, s.podLister)
+
+	if err := s.addEventHandlers(); err != nil {
+		return nil, err
+	}
+	s.profiles.Subscribe(s.onProfileChange)
+	// Instances published before the subscription.
+	for _, name := range s.profiles.Names() {
+		if fwk := s.profiles.Get(name); fwk != nil {
+			s.onProfileChange(name, fwk)
+		}
+	}
+	return s, nil
+}
+
+func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+	selector := fields.ParseSelectorOrDie(fmt.Sprintf("status.phase!=%v,status.phase!=%v", v1.PodSucceeded, v1.PodFailed))
+	return coreinformers.NewFilteredPodInformer(cs, v1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
+}
+
+// Profiles returns the live profile set the loop serves.
+func (s *Scheduler) Profiles() *profiles.Set { return s.profiles }
+
+// InformerFactory returns the informers the loop and the plugins share.
+func (s *Scheduler) InformerFactory() informers.SharedInformerFactory { return s.informerFactory }
+
+// NeedLeaderElection makes the manager run the loop on the elected leader only.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+// NewFramework builds an instance of profile wired to this scheduler: its
+// client, informers, snapshot, queue (as nominator and activator), an
+// event recorder reporting as the profile's schedulerName, the
+// scheduler's parallelism and percentageOfNodesToScore. opts are applied
+// after those (e.g. runtime.WithWaitingPodObserver). Publish the result
+// with Profiles().Publish to make it serve. Errors from a profile the
+// registry cannot build are *runtime.ConfigError.
+func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
+	name := v1.DefaultSchedulerName
+	if profile != nil && profile.SchedulerName != nil && *profile.SchedulerName != "" {
+		name = *profile.SchedulerName
+	}
+	all := []runtime.Option{
+		runtime.WithClientSet(s.client),
+		runtime.WithEventRecorder(s.broadcaster.NewRecorder(scheme.Scheme, name)),
+		runtime.WithInformerFactory(s.informerFactory),
+		runtime.WithSnapshotSharedLister(s.snapshot),
+		runtime.WithPodNominator(s.queue),
+		runtime.WithPodActivator(s.queue),
+		runtime.WithParallelism(s.parallelism),
+		runtime.WithPercentageOfNodesToScore(s.percentageOfNodesToScore),
+	}
+	if s.defaultPlugins != nil {
+		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))
+	}
+	fwk, err := runtime.NewFramework(ctx, s.registry, profile, append(all, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.syncNewInformers(ctx); err != nil {
+		if cerr := fwk.Close(); cerr != nil {
+			klog.FromContext(ctx).Error(cerr, "Closing an instance whose informers did not sync", "profile", name)
+		}
+		return nil, err
+	}
+	return fwk, nil
+}
+
+// syncNewInformers starts the informers that plugin factories asked for and
+// waits until they synced, so no plugin reads an empty lister. Before Start
+// there is nothing to do: Start starts them.
+func (s *Scheduler) syncNewInformers(ctx context.Context) error {
+	s.mu.Lock()
+	runCtx := s.runCtx
+	s.mu.Unlock()
+	if runCtx == nil {
+		return nil
+	}
+	s.informerFactory.Start(runCtx.Done())
+	waitCtx, cancel := context.WithTimeout(ctx, informerSyncTimeout)
+	defer cancel()
+	var unsynced []string
+	for typ, ok := range s.informerFactory.WaitForCacheSync(waitCtx.Done()) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
+	if len(unsynced) > 0 {
+		return fmt.Errorf("informers for %v did not sync within %v (may the operator list and watch them?)", unsynced, informerSyncTimeout)
+	}
+	return nil
+}
+
+// onProfileChange keeps the queue in step with the profile set. A profile
+// seen for the first time also picks up the pending pods that named it
+// before it existed.
+func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
+	logger := s.logger.WithValues("profile", name)
+	if fwk == nil {
+		s.queue.RemoveProfile(name)
+		logger.V(2).Info("Profile removed from the scheduling queue")
+		return
+	}
+	if fwk.ProfileName() != name {
+		logger.Error(nil, "Instance published under another schedulerName than its own; not serving it", "instanceProfile", fwk.ProfileName())
+		return
+	}
+	isNew := !s.queue.HasProfile(name)
+	s.queue.SetProfile(s.profileCtx, fwk)
+	if !isNew {
+		logger.V(2).Info("Profile instance replaced")
+		return
+	}
+	pods, err := s.podLister.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing pods for a new profile")
+		return
+	}
+	n := 0
+	for _, pod := range pods {
+		if pod.Spec.SchedulerName == name && pod.Spec.NodeName == "" {
+			s.queue.Add(logger, pod)
+			n++
+		}
+	}
+	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
+}
+
+// Start runs the scheduling loop until ctx ends: it starts the informers,
+// waits for nodes and pods to be known, then schedules one pod after
+// another. On return the bindings in flight have finished; pods waiting at
+// Permit were released back to the queue.
+func (s *Scheduler) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("scheduler")
+	ctx = klog.NewContext(ctx, logger)
+	s.mu.Lock()
+	if s.runCtx != nil {
+		s.mu.Unlock()
+		return errors.New("the scheduler was already started")
+	}
+	s.runCtx = ctx
+	s.mu.Unlock()
+
+	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return fmt.Errorf("starting the event broadcaster: %w", err)
+	}
+	defer s.broadcaster.Shutdown()
+	s.informerFactory.Start(ctx.Done())
+	synced := []cache.InformerSynced{s.podInformer.HasSynced, s.nodeInformer.HasSynced}
+	for _, h := range s.handlers {
+		synced = append(synced, h.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return errors.New("nodes and pods were not listed before the scheduler stopped")
+	}
+
+	var background sync.WaitGroup
+	background.Add(3)
+	go func() { defer background.Done(); s.cache.Run(ctx) }()
+	go func() { defer background.Done(); s.queue.Run(ctx) }()
+	go func() { defer background.Done(); s.status.run(ctx) }()
+	logger.Info("Starting the scheduling loop", "profiles", s.profiles.Names())
+	for s.scheduleOne(ctx) {
+	}
+	s.bindings.Wait()
+	background.Wait()
+	logger.Info("Scheduling loop stopped")
+	return nil
+}
+
+// requeueExpiredPod puts back a pod whose assumed binding expired, if the
+// informer still shows it unbound.
+func (s *Scheduler) requeueExpiredPod(logger klog.Logger, pod *v1.Pod) {
+	current, err := s.podLister.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || current.UID != pod.UID || current.Spec.NodeName != "" {
+		return
+	}
+	s.queue.Add(logger, current)
+}

@@ -1,0 +1,164 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+func TestSelectHost(t *testing.T) {
+	scores := func(totals ...int64) []framework.NodePluginScores {
+		out := make([]framework.NodePluginScores, len(totals))
+		for i, s := range totals {
+			out[i] = framework.NodePluginScores{Name: string(rune('a' + i)), TotalScore: s}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		list []framework.NodePluginScores
+		// want lists the nodes that may be chosen.
+		want []string
+	}{
+		{name: "one node", list: scores(10), want: []string{"a"}},
+		{name: "the highest wins", list: scores(10, 30, 20), want: []string{"b"}},
+		{name: "ties are broken among the best only", list: scores(30, 10, 30, 20, 30), want: []string{"a", "c", "e"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[string]int{}
+			for i := 0; i < 3000; i++ {
+				host, err := selectHost(tt.list)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen[host]++
+			}
+			var got []string
+			for _, name := range []string{"a", "b", "c", "d", "e"} {
+				if seen[name] > 0 {
+					got = append(got, name)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("chosen nodes (-want +got):\n%s", diff)
+			}
+			// Each of k tied nodes should get about 1/k of the picks.
+			for _, name := range tt.want {
+				share := float64(seen[name]) / 3000
+				if want := 1 / float64(len(tt.want)); share < want*0.8 || share > want*1.2 {
+					t.Errorf("node %s chosen %.0f%% of the time, want about %.0f%%", name, share*100, want*100)
+				}
+			}
+		})
+	}
+	if _, err := selectHost(nil); err == nil {
+		t.Error("an empty list must be an error")
+	}
+}
+
+func TestTruncateMessage(t *testing.T) {
+	long := strings.Repeat("x", 2000)
+	tests := []struct {
+		name, msg string
+		wantLen   int
+	}{
+		{name: "short", msg: "0/1 nodes are available: 1 Insufficient cpu.", wantLen: 44},
+		{name: "at the limit", msg: long[:maxEventNoteLength], wantLen: maxEventNoteLength},
+		{name: "too long", msg: long, wantLen: maxEventNoteLength},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := truncateMessage(tt.msg)
+			if len(got) != tt.wantLen {
+				t.Errorf("length %d, want %d", len(got), tt.wantLen)
+			}
+			if len(tt.msg) > maxEventNoteLength && !strings.HasSuffix(got, " ...") {
+				t.Errorf("a truncated note must say so: %q", got[len(got)-10:])
+			}
+		})
+	}
+}
+
+func TestUpdatePodCondition(t *testing.T) {
+	then := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	unschedulable := func(msg string) v1.PodCondition {
+		return v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg, LastTransitionTime: then}
+	}
+	tests := []struct {
+		name        string
+		existing    []v1.PodCondition
+		set         v1.PodCondition
+		wantChanged bool
+		// wantSameTransition says the transition time must be kept.
+		wantSameTransition bool
+	}{
+		{name: "added", set: unschedulable("a"), wantChanged: true},
+		{name: "identical", existing: []v1.PodCondition{unschedulable("a")}, set: unschedulable("a"), wantSameTransition: true},
+		{name: "new message, same status", existing: []v1.PodCondition{unschedulable("a")}, set: unschedulable("b"), wantChanged: true, wantSameTransition: true},
+		{
+			name:     "status flips",
+			existing: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: then}},
+			set:      unschedulable("a"), wantChanged: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := &v1.PodStatus{Conditions: append([]v1.PodCondition{{Type: v1.PodReady}}, tt.existing...)}
+			cond := tt.set
+			cond.LastTransitionTime = metav1.Time{}
+			if got := updatePodCondition(status, &cond); got != tt.wantChanged {
+				t.Errorf("changed = %v, want %v", got, tt.wantChanged)
+			}
+			if len(status.Conditions) != 2 {
+				t.Fatalf("%d conditions, want 2", len(status.Conditions))
+			}
+			got := status.Conditions[1]
+			if got.Message != tt.set.Message {
+				t.Errorf("message = %q, want %q", got.Message, tt.set.Message)
+			}
+			if same := got.LastTransitionTime.Equal(&then); same != tt.wantSameTransition {
+				t.Errorf("transition time kept = %v, want %v", same, tt.wantSameTransition)
+			}
+		})
+	}
+}
+
+func TestStatusPatch(t *testing.T) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "42"},
+		Status:     v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}}},
+	}
+	newStatus := pod.Status.DeepCopy()
+	newStatus.NominatedNodeName = "n1"
+	newStatus.Conditions = append(newStatus.Conditions, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "m"})
+	patch, err := statusPatch(pod, newStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(patch, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"metadata": map[string]any{"resourceVersion": "42"},
+		"status": map[string]any{
+			"nominatedNodeName":           "n1",
+			"$setElementOrder/conditions": []any{map[string]any{"type": "PodReadyToStartContainers"}, map[string]any{"type": "PodScheduled"}},
+			"conditions": []any{map[string]any{
+				"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m",
+				"lastProbeTime": nil, "lastTransitionTime": nil,
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("patch (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientset "k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// statusWorkers is how many pod status patches may be in flight at once.
+const statusWorkers = 4
+
+// statusUpdate is what the scheduler wants a pod's status to say.
+type statusUpdate struct {
+	uid            types.UID
+	condition      *v1.PodCondition
+	nominatingInfo *framework.NominatingInfo
+}
+
+// statusUpdater patches pod status off the scheduling loop. Updates are
+// coalesced per pod (the latest wins) and compared, when they are sent,
+// with the pod as the informer has it then: nothing is sent when the
+// status already says it, or when the pod was bound, deleted or recreated
+// in the meantime.
+type statusUpdater struct {
+	client    clientset.Interface
+	podLister listersv1.PodLister
+	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	// mu guards pending, the latest update wanted per pod. A key is in
+	// queue whenever it is in pending.
+	mu      sync.Mutex
+	pending map[types.NamespacedName]statusUpdate
+}
+
+func newStatusUpdater(client clientset.Interface, podLister listersv1.PodLister) *statusUpdater {
+	return &statusUpdater{
+		client:    client,
+		podLister: podLister,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "pod-status"}),
+		pending: make(map[types.NamespacedName]statusUpdate),
+	}
+}
+
+// update asks for pod's status to carry condition and, with ModeOverride,
+// the nominated node. It never blocks on the API.
+func (u *statusUpdater) update(pod *v1.Pod, condition *v1.PodCondition, ni *framework.NominatingInfo) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	u.mu.Lock()
+	u.pending[key] = statusUpdate{uid: pod.UID, condition: condition, nominatingInfo: ni}
+	u.mu.Unlock()
+	u.queue.Add(key)
+}
+
+// run sends updates until ctx ends; updates still pending then are
+// dropped (the next leader recomputes them).
+func (u *statusUpdater) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := 0; i < statusWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for u.processNext(ctx) {
+				}
+			}, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	u.queue.ShutDown()
+	wg.Wait()
+}
+
+func (u *statusUpdater) processNext(ctx context.Context) bool {
+	key, quit := u.queue.Get()
+	if quit {
+		return false
+	}
+	defer u.queue.Done(key)
+	u.mu.Lock()
+	upd, ok := u.pending[key]
+	delete(u.pending, key)
+	u.mu.Unlock()
+	if !ok {
+		u.queue.Forget(key)
+		return true
+	}
+	err := u.send(ctx, key, upd)
+	if err == nil {
+		u.queue.Forget(key)
+		return true
+	}
+	logger := klog.FromContext(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	logger.V(2).Info("Updating pod status failed; will retry", "pod", klog.KRef(key.Namespace, key.Name), "err", err)
+	u.mu.Lock()
+	if _, newer := u.pending[key]; !newer {
+		u.pending[key] = upd
+	}
+	u.mu.Unlock()
+	u.queue.AddRateLimited(key)
+	return true
+}
+
+// send patches the status if it differs from what is wanted. The patch
+// carries the resourceVersion it was computed from, so a pod changed
+// meanwhile (bound, say) makes it fail with a conflict and be recomputed
+// rather than overwrite newer state.
+func (u *statusUpdater) send(ctx context.Context, key types.NamespacedName, upd statusUpdate) error {
+	pod, err := u.podLister.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pod.UID != upd.uid || pod.Spec.NodeName != "" {
+		return nil
+	}
+	newStatus := pod.Status.DeepCopy()
+	nnnChanged := upd.nominatingInfo.Mode() == framework.ModeOverride && pod.Status.NominatedNodeName != upd.nominatingInfo.NominatedNodeName
+	condChanged := false
+	if upd.condition != nil {
+		condChanged = updatePodCondition(newStatus, upd.condition.DeepCopy())
+	}
+	if !nnnChanged && !condChanged {
+		return nil
+	}
+	if nnnChanged {
+		newStatus.NominatedNodeName = upd.nominatingInfo.NominatedNodeName
+	}
+	patch, err := statusPatch(pod, newStatus)
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(3).Info("Updating pod status", "pod", klog.KObj(pod), "nominatedNodeName", newStatus.NominatedNodeName)
+	_, err = u.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// statusPatch is a strategic merge patch from pod's status to newStatus
+// with pod's resourceVersion as a precondition.
+func statusPatch(pod *v1.Pod, newStatus *v1.PodStatus) ([]byte, error) {
+	oldData, err := json.Marshal(v1.Pod{Status: pod.Status})
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: pod.ResourceVersion}, Status: *newStatus})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, &v1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return patch, nil
+}
+
+// updatePodCondition sets condition in status and reports whether that
+// changed anything but the probe time. The transition time moves only
+// when the condition's status changes.
+func updatePodCondition(status *v1.PodStatus, condition *v1.PodCondition) bool {
+	condition.LastTransitionTime = metav1.Now()
+	for i := range status.Conditions {
+		old := &status.Conditions[i]
+		if old.Type != condition.Type {
+			continue
+		}
+		if condition.Status == old.Status {
+			condition.LastTransitionTime = old.LastTransitionTime
+		}
+		same := condition.Status == old.Status &&
+			condition.Reason == old.Reason &&
+			condition.Message == old.Message &&
+			condition.LastProbeTime.Equal(&old.LastProbeTime) &&
+			condition.LastTransitionTime.Equal(&old.LastTransitionTime) &&
+			condition.ObservedGeneration == old.ObservedGeneration
+		*old = *condition
+		return !same
+	}
+	status.Conditions = append(status.Conditions, *condition)
+	return true
+}
