@@ -6,6 +6,8 @@
 package testing
 
 import (
+	"strconv"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -336,7 +338,7 @@ func (p *PodWrapper) SpreadConstraint(maxSkew int32, topologyKey string, when v1
 }
 
 func containerName(prefix string, i int) string {
-	return prefix + string(rune('0'+i%10))
+	return prefix + strconv.Itoa(i)
 }
 
 // NodeWrapper builds a v1.Node fluently: st.MakeNode().Name("n").Capacity(...).Obj().
