@@ -4,19 +4,25 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
 var scheme = runtime.NewScheme()
@@ -35,6 +41,10 @@ type options struct {
 	leaderElectionNamespace string
 	qps                     float64
 	burst                   int
+	// percentageOfNodesToScore and parallelism are kube-scheduler's
+	// settings of the same names, for the whole scheduling loop.
+	percentageOfNodesToScore int
+	parallelism              int
 }
 
 func main() {
@@ -46,6 +56,8 @@ func main() {
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Queries per second to the API server, as kube-scheduler's clientConnection.qps.")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server, as kube-scheduler's clientConnection.burst.")
+	flag.IntVar(&o.percentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "Share of the nodes to find feasible before scoring, for profiles that set none; 0 means adaptive, as kube-scheduler's percentageOfNodesToScore.")
+	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -89,6 +101,38 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
+	if _, err := setupScheduler(ctx, mgr, o); err != nil {
+		return err
+	}
 	ctrl.Log.WithName("setup").Info("Starting manager")
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
+}
+
+// setupScheduler adds the scheduling loop, with the built-in plugins, to
+// mgr; it runs on the elected leader only. Instances are built with the
+// returned scheduler's NewFramework and served once published into its
+// Profiles().
+func setupScheduler(ctx context.Context, mgr manager.Manager, o options) (*scheduler.Scheduler, error) {
+	client, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	// A profile that names no plugins runs the built-in default profile.
+	plugins.InstallDefaultPlugins()
+	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
+		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
+	}
+	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism)}
+	if o.percentageOfNodesToScore != 0 {
+		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
+	}
+	sched, err := scheduler.New(ctx, client, plugins.NewInTreeRegistry(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sched); err != nil {
+		return nil, err
+	}
+	return sched, nil
 }
