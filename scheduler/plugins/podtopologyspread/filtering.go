@@ -203,15 +203,25 @@ func (pl *podTopologySpread) calPreFilterState(ctx context.Context, pod *v1.Pod,
 		}
 	}
 
-	// perNode[n*nc+i] is 1 + the count of constraint i on node n, or 0 when
-	// the node is not an eligible domain for it: one flat allocation
-	// instead of one slice per node, and no initialization pass.
-	perNode := make([]int32, len(nodes)*nc)
+	// counts[n*nc+i] is 1 + the count of constraint i on node n, or 0 when
+	// the node is not an eligible domain for it, and values[n*nc+i] the
+	// node's domain: flat arrays rather than a slice per node, filled in
+	// parallel so the serial merge below looks up no labels.
+	counts := make([]int32, len(nodes)*nc)
+	values := make([]string, len(nodes)*nc)
 	pl.parallelizer.Until(ctx, len(nodes), func(n int) {
 		ni := nodes[n]
 		node := ni.Node()
-		if node == nil || !nodeLabelsMatchSpreadConstraints(node.Labels, constraints) {
+		if node == nil {
 			return
+		}
+		row := values[n*nc : (n+1)*nc]
+		for i := range constraints {
+			v, ok := node.Labels[constraints[i].TopologyKey]
+			if !ok {
+				return
+			}
+			row[i] = v
 		}
 		var e nodeEligibility
 		for i := range constraints {
@@ -219,7 +229,7 @@ func (pl *podTopologySpread) calPreFilterState(ctx context.Context, pod *v1.Pod,
 			if !c.includes(logger, pod, node, s.requiredNodeAffinity, &e) {
 				continue
 			}
-			perNode[n*nc+i] = int32(1 + countPodsMatchSelector(ni.Pods, c.Selector, pod.Namespace))
+			counts[n*nc+i] = int32(1 + countPodsMatchSelector(ni.Pods, c.Selector, pod.Namespace))
 		}
 	}, Name)
 
@@ -230,12 +240,9 @@ func (pl *podTopologySpread) calPreFilterState(ctx context.Context, pod *v1.Pod,
 		}
 		s.counts[i].base = make(map[string]int, size)
 	}
-	for n, ni := range nodes {
-		row := perNode[n*nc : (n+1)*nc]
-		for i, v := range row {
-			if v > 0 {
-				s.counts[i].base[ni.Node().Labels[constraints[i].TopologyKey]] += int(v - 1)
-			}
+	for k, v := range counts {
+		if v > 0 {
+			s.counts[k%nc].base[values[k]] += int(v - 1)
 		}
 	}
 	for i := range constraints {
