@@ -21,7 +21,7 @@ const (
 // CertificateSigningRequest.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == oldSelf.decision)",message="decision cannot be changed once set"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || ((has(self.reason) ? self.reason : ”) == (has(oldSelf.reason) ? oldSelf.reason : ”) && (has(self.decidedBy) ? self.decidedBy : ”) == (has(oldSelf.decidedBy) ? oldSelf.decidedBy : ”))",message="reason and decidedBy cannot be changed once a decision is set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.reason) == has(oldSelf.reason) && (!has(oldSelf.reason) || self.reason == oldSelf.reason) && has(self.decidedBy) == has(oldSelf.decidedBy) && (!has(oldSelf.decidedBy) || self.decidedBy == oldSelf.decidedBy))",message="reason and decidedBy cannot be changed once a decision is set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.podUID) || (has(self.podUID) && self.podUID == oldSelf.podUID)",message="podUID cannot be changed once set"
 type WaitingPodSpec struct {
 	// PodUID is the pod the decision applies to. A decision never applies to
