@@ -1,0 +1,205 @@
+package manualapproval
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
+	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// decisions is a fixed set of WaitingPod specs keyed by pod UID.
+type decisions map[types.UID]*schedulingv1alpha1.WaitingPodSpec
+
+func (d decisions) Decision(_ context.Context, _, _ string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error) {
+	return d[uid], nil
+}
+
+func newFramework(t *testing.T, d decisions, args string) framework.Framework {
+	t.Helper()
+	r := fwkruntime.Registry{}
+	for name, f := range map[string]fwkruntime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New} {
+		if err := r.Register(name, f, fwkruntime.ArgsSpec{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Register(r, d); err != nil {
+		t.Fatal(err)
+	}
+	profile := st.MultiPointProfile(st.Plugin(queuesort.Name, 0), st.Plugin(Name, 0), st.Plugin(defaultbinder.Name, 0))
+	if args != "" {
+		profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(args)}}}
+	}
+	return st.NewFramework(t, r, profile, nil)
+}
+
+func TestPermit(t *testing.T) {
+	approved := &schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"}
+	rejected := &schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionReject, DecidedBy: "bob", Reason: "no budget"}
+	tests := []struct {
+		name      string
+		args      string
+		pod       *v1.Pod
+		decisions decisions
+		want      *framework.Status
+		wantWait  time.Duration
+	}{
+		{
+			name:     "holds every pod by default, for the default window",
+			pod:      st.MakePod().Name("p").UID("u1").Obj(),
+			want:     framework.NewStatus(framework.Wait),
+			wantWait: DefaultApprovalWindow,
+		},
+		{
+			name:     "a window beyond the 15-minute cap of ordinary plugins is honoured",
+			args:     `{"approvalWindow": "2h"}`,
+			pod:      st.MakePod().Name("p").UID("u1").Obj(),
+			want:     framework.NewStatus(framework.Wait),
+			wantWait: 2 * time.Hour,
+		},
+		{
+			name: "pods outside the selector pass",
+			args: `{"podSelector": {"matchLabels": {"tier": "gpu"}}}`,
+			pod:  st.MakePod().Name("p").UID("u1").Label("tier", "web").Obj(),
+		},
+		{
+			name:     "pods inside the selector are held",
+			args:     `{"podSelector": {"matchLabels": {"tier": "gpu"}}}`,
+			pod:      st.MakePod().Name("p").UID("u1").Label("tier", "gpu").Obj(),
+			want:     framework.NewStatus(framework.Wait),
+			wantWait: DefaultApprovalWindow,
+		},
+		{
+			name:      "an approval already given lets the pod through at once",
+			pod:       st.MakePod().Name("p").UID("u1").Obj(),
+			decisions: decisions{"u1": approved},
+		},
+		{
+			name:      "an approval for another pod of the same name does not",
+			pod:       st.MakePod().Name("p").UID("u2").Obj(),
+			decisions: decisions{"u1": approved},
+			want:      framework.NewStatus(framework.Wait),
+			wantWait:  DefaultApprovalWindow,
+		},
+		{
+			name:      "a rejection already given rejects",
+			pod:       st.MakePod().Name("p").UID("u1").Obj(),
+			decisions: decisions{"u1": rejected},
+			want:      framework.NewStatus(framework.Unschedulable, "rejected at Permit by bob: no budget").WithPlugin(Name),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fwk := newFramework(t, tt.decisions, tt.args)
+			start := time.Now()
+			got := fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), tt.pod, "node-1")
+			// Wait carries the runtime's own message; its code is what counts.
+			if tt.want.IsWait() && !got.IsWait() || !tt.want.IsWait() && !tt.want.Equal(got) {
+				t.Fatalf("RunPermitPlugins = %v, want %v", got, tt.want)
+			}
+			wp := fwk.GetWaitingPod(tt.pod.UID)
+			if tt.wantWait == 0 {
+				if wp != nil {
+					t.Fatal("pod is waiting, want it let through or rejected")
+				}
+				return
+			}
+			if wp == nil {
+				t.Fatal("pod is not waiting")
+			}
+			defer wp.Reject(Name, "test over")
+			if diff := cmp.Diff([]string{Name}, wp.GetPendingPlugins()); diff != "" {
+				t.Errorf("pending plugins (-want +got):\n%s", diff)
+			}
+			deadline := wp.GetPendingPluginDeadlines()[Name]
+			if d := deadline.Sub(start); d < tt.wantWait || d > tt.wantWait+time.Minute {
+				t.Errorf("deadline in %v, want %v", d, tt.wantWait)
+			}
+		})
+	}
+}
+
+func TestPreFilterKeepsRejectedPodsOffNodes(t *testing.T) {
+	fwk := newFramework(t, decisions{"u1": {Decision: schedulingv1alpha1.DecisionReject, Reason: "not this week"}}, "")
+	pod := st.MakePod().Name("p").UID("u1").Obj()
+	_, got, _ := fwk.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), pod)
+	want := framework.NewStatus(framework.UnschedulableAndUnresolvable, "rejected at Permit: not this week").WithPlugin(Name)
+	if !want.Equal(got) {
+		t.Fatalf("RunPreFilterPlugins = %v, want %v", got, want)
+	}
+
+	other := st.MakePod().Name("q").UID("u2").Obj()
+	if _, got, _ := fwk.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), other); !got.IsSuccess() {
+		t.Fatalf("undecided pod: RunPreFilterPlugins = %v, want success", got)
+	}
+}
+
+func TestWindowEnds(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    string
+		wantErr string
+	}{
+		{name: "onTimeout Reject returns the pod with upstream's timeout message", args: `{"approvalWindow": "50ms"}`, wantErr: "rejected due to timeout after waiting 50ms at plugin ManualApproval"},
+		{name: "onTimeout Approve lets it through", args: `{"approvalWindow": "50ms", "onTimeout": "Approve"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fwk := newFramework(t, nil, tt.args)
+			pod := st.MakePod().Name("p").UID("u1").Obj()
+			ctx := context.Background()
+			if s := fwk.RunPermitPlugins(ctx, framework.NewCycleState(), pod, "node-1"); !s.IsWait() {
+				t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+			}
+			got := fwk.WaitOnPermit(ctx, pod)
+			if tt.wantErr == "" {
+				if !got.IsSuccess() {
+					t.Fatalf("WaitOnPermit = %v, want success", got)
+				}
+				return
+			}
+			if got.IsSuccess() || !strings.Contains(got.Message(), tt.wantErr) {
+				t.Fatalf("WaitOnPermit = %v, want %q", got, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestArgsValidation(t *testing.T) {
+	tests := []struct {
+		args    string
+		wantErr string
+	}{
+		{args: `{"approvalWindow": "25h"}`, wantErr: "approvalWindow: 25h0m0s must be more than 0 and at most 24h0m0s"},
+		{args: `{"approvalWindow": "0s"}`, wantErr: "approvalWindow: 0s must be more than 0"},
+		{args: `{"onTimeout": "Maybe"}`, wantErr: `onTimeout: "Maybe" must be "Reject" or "Approve"`},
+		{args: `{"podSelector": {"matchExpressions": [{"key": "a", "operator": "Sometimes"}]}}`, wantErr: "podSelector:"},
+		{args: `{"approvalWindw": "1h"}`, wantErr: `unknown field "approvalWindw"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			r := fwkruntime.Registry{}
+			if err := Register(r, decisions{}); err != nil {
+				t.Fatal(err)
+			}
+			profile := st.MultiPointProfile(st.Plugin(Name, 0))
+			profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(tt.args)}}}
+			_, err := fwkruntime.NewFramework(context.Background(), r, profile, fwkruntime.WithDefaultPlugins(&configv1.Plugins{}))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("NewFramework error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
