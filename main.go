@@ -4,23 +4,24 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
@@ -45,6 +46,9 @@ type options struct {
 	// settings of the same names, for the whole scheduling loop.
 	percentageOfNodesToScore int
 	parallelism              int
+
+	reservedSchedulerNames string
+	waitingPodRetention    time.Duration
 }
 
 func main() {
@@ -58,6 +62,8 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server, as kube-scheduler's clientConnection.burst.")
 	flag.IntVar(&o.percentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "Share of the nodes to find feasible before scoring, for profiles that set none; 0 means adaptive, as kube-scheduler's percentageOfNodesToScore.")
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
+	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
+	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -101,25 +107,27 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	schedOpts, err := schedulerOptions(o)
+	if err != nil {
+		return err
+	}
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
-	if _, err := setupScheduler(ctx, mgr, o); err != nil {
+	// A profile that names no plugins runs the built-in default profile.
+	plugins.InstallDefaultPlugins()
+	if _, err := operator.Setup(ctx, mgr, operator.Options{
+		Registry:               plugins.NewInTreeRegistry(),
+		ReservedSchedulerNames: splitNames(o.reservedSchedulerNames),
+		WaitingPodRetention:    o.waitingPodRetention,
+		Scheduler:              schedOpts,
+	}); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("Starting manager")
 	return mgr.Start(ctx)
 }
 
-// setupScheduler adds the scheduling loop, with the built-in plugins, to
-// mgr; it runs on the elected leader only. Instances are built with the
-// returned scheduler's NewFramework and served once published into its
-// Profiles().
-func setupScheduler(ctx context.Context, mgr manager.Manager, o options) (*scheduler.Scheduler, error) {
-	client, err := kubernetes.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, err
-	}
-	// A profile that names no plugins runs the built-in default profile.
-	plugins.InstallDefaultPlugins()
+// schedulerOptions turns the loop's flags into scheduler options.
+func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
@@ -127,12 +135,15 @@ func setupScheduler(ctx context.Context, mgr manager.Manager, o options) (*sched
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
 	}
-	sched, err := scheduler.New(ctx, client, plugins.NewInTreeRegistry(), opts...)
-	if err != nil {
-		return nil, err
+	return opts, nil
+}
+
+func splitNames(list string) []string {
+	var names []string
+	for name := range strings.SplitSeq(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			names = append(names, name)
+		}
 	}
-	if err := mgr.Add(sched); err != nil {
-		return nil, err
-	}
-	return sched, nil
+	return names
 }

@@ -95,33 +95,33 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 	It("explains unknown pods, pods not waiting and decisions already made", func() {
 		r := kubectlAs("alice", "approve", "waitingpod/ghost", "-n", ns)
-		Expect(r.code).To(Equal(1))
-		Expect(r.stdout).To(ContainSubstring(fmt.Sprintf(`waitingpod "ghost" not found in namespace %s`, ns)))
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf(`waitingpod "ghost" not found in namespace %s`, ns)))
 
 		bound := pendingPod(ns, "bound", nil)
 		bound.Spec.NodeName = "node-1"
 		Expect(adminClient.Create(ctx, bound)).To(Succeed())
 		r = kubectlAs("alice", "approve", "pod/bound", "-n", ns)
-		Expect(r.code).To(Equal(1))
-		Expect(r.stdout).To(ContainSubstring(fmt.Sprintf("pod %s/bound is not waiting at Permit: it is bound to node node-1", ns)))
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("pod %s/bound is not waiting at Permit: it is bound to node node-1", ns)))
 
 		held("twice", nil)
 		run("alice", "approve", "twice", "-n", ns)
 		r = kubectlAs("alice", "reject", "twice", "-n", ns)
-		Expect(r.code).To(Equal(1))
-		Expect(r.stdout).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed", ns)))
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed", ns)))
 		Expect(get("twice").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
 
 		r = kubectlAs("alice", "approve", "deployment/web", "-n", ns)
-		Expect(r.code).To(Equal(2))
-		Expect(r.stderr).To(ContainSubstring(`"deployment/web": only waitingpod/NAME and pod/NAME can be decided`))
+		Expect(r.Code).To(Equal(2))
+		Expect(r.Stderr).To(ContainSubstring(`"deployment/web": only waitingpod/NAME and pod/NAME can be decided`))
 	})
 
 	It("is refused to users without the approver role", func() {
 		held("guarded", nil)
 		r := kubectlAs("bob", "approve", "waitingpod/guarded", "-n", ns)
-		Expect(r.code).To(Equal(1))
-		Expect(r.stdout + r.stderr).To(ContainSubstring("forbidden"))
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout + r.Stderr).To(ContainSubstring("forbidden"))
 		Expect(get("guarded").Spec.Decision).To(BeEmpty())
 	})
 

@@ -4,9 +4,6 @@
 package kubectl_test
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,11 +21,8 @@ var (
 	adminClient client.Client
 	// aliceClient acts as alice, who holds the approver role.
 	aliceClient client.Client
-	// kubeconfigs by user name.
-	kubeconfigs = map[string]string{}
-	// pluginDir holds the built kubectl plugins; it is put first on PATH.
-	pluginDir string
-	kubectl   string
+	// kubectls by user name.
+	kubectls = map[string]*testenv.Kubectl{}
 )
 
 func TestKubectlPlugins(t *testing.T) {
@@ -39,18 +33,10 @@ func TestKubectlPlugins(t *testing.T) {
 var _ = BeforeSuite(func() {
 	// An admission policy takes a moment to become active after it is created.
 	SetDefaultEventuallyTimeout(30 * time.Second)
+	pluginDir := GinkgoT().TempDir()
+	Expect(testenv.BuildKubectlPlugins(pluginDir)).To(Succeed())
+
 	var err error
-	kubectl, err = exec.LookPath("kubectl")
-	Expect(err).NotTo(HaveOccurred(), "these tests run the real kubectl binary; install kubectl")
-
-	pluginDir = GinkgoT().TempDir()
-	for _, name := range []string{"kubectl-approve", "kubectl-reject"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, name), "./cmd/"+name)
-		build.Dir = testenv.RepoRoot()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-	}
-
 	env, err = testenv.New()
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := env.Start()
@@ -68,9 +54,10 @@ var _ = BeforeSuite(func() {
 		Expect(err).NotTo(HaveOccurred())
 		data, err := user.KubeConfig()
 		Expect(err).NotTo(HaveOccurred())
-		path := filepath.Join(dir, u.Name+".kubeconfig")
-		Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
-		kubeconfigs[u.Name] = path
+		path, err := testenv.WriteKubeconfig(dir, u.Name, data)
+		Expect(err).NotTo(HaveOccurred())
+		kubectls[u.Name], err = testenv.NewKubectl(path, pluginDir)
+		Expect(err).NotTo(HaveOccurred())
 		if u.Name == "alice" {
 			aliceClient, err = client.New(user.Config(), client.Options{Scheme: env.Scheme})
 			Expect(err).NotTo(HaveOccurred())
@@ -90,28 +77,11 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// result is what one kubectl invocation printed and how it exited.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
 // kubectlAs runs kubectl as user with the plugins on PATH.
-func kubectlAs(user string, args ...string) result {
-	cmd := exec.Command(kubectl, args...)
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+kubeconfigs[user],
-		"PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		r.code = exitErr.ExitCode()
-	} else {
-		Expect(err).NotTo(HaveOccurred())
-	}
+func kubectlAs(user string, args ...string) testenv.Result {
+	GinkgoHelper()
+	r, err := kubectls[user].Run(args...)
+	Expect(err).NotTo(HaveOccurred())
 	return r
 }
 
@@ -119,6 +89,6 @@ func kubectlAs(user string, args ...string) result {
 func run(user string, args ...string) string {
 	GinkgoHelper()
 	r := kubectlAs(user, args...)
-	Expect(r.code).To(BeZero(), "kubectl %v: %s%s", args, r.stdout, r.stderr)
-	return r.stdout
+	Expect(r.Code).To(BeZero(), "kubectl %v: %s%s", args, r.Stdout, r.Stderr)
+	return r.Stdout
 }

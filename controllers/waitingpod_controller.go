@@ -1,0 +1,194 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
+	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+)
+
+// Condition reasons the reconciler writes on WaitingPods.
+const (
+	// reasonDelivered: the decision reached the held pod.
+	reasonDelivered = "Delivered"
+	// reasonRecorded: the pod is not held now; the decision applies when it
+	// reaches Permit again.
+	reasonRecorded = "Recorded"
+)
+
+// WaitingPodReconciler carries people's decisions to the scheduler: an
+// approval allows every Permit plugin that holds the pod (or, if the pod is
+// not held now, retries it at once so it passes Permit), a rejection rejects
+// it. It also removes WaitingPods once their pod is bound or gone.
+type WaitingPodReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	profiles  *profiles.Set
+	recorder  events.EventRecorder
+	retention time.Duration
+}
+
+// NewWaitingPodReconciler returns the reconciler. apiReader reads pods
+// straight from the API server, so the operator does not cache every pod a
+// second time; retention is how long a resolved WaitingPod is kept.
+func NewWaitingPodReconciler(c client.Client, apiReader client.Reader, set *profiles.Set, recorder events.EventRecorder, retention time.Duration) *WaitingPodReconciler {
+	return &WaitingPodReconciler{client: c, apiReader: apiReader, profiles: set, recorder: recorder, retention: retention}
+}
+
+// SetupWithManager registers the reconciler.
+func (r *WaitingPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&schedulingv1alpha1.WaitingPod{}).
+		Named("waitingpod").
+		Complete(r)
+}
+
+// Reconcile delivers the decision on one WaitingPod and cleans it up.
+func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wp := &schedulingv1alpha1.WaitingPod{}
+	if err := r.client.Get(ctx, req.NamespacedName, wp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pod := &corev1.Pod{}
+	err := r.apiReader.Get(ctx, req.NamespacedName, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	uid := podUIDOf(wp)
+	if pod == nil || (uid != "" && pod.UID != uid) {
+		return r.expire(ctx, wp, "its pod is gone")
+	}
+	if pod.Spec.NodeName != "" {
+		return r.expire(ctx, wp, "its pod is bound to "+pod.Spec.NodeName)
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return r.expire(ctx, wp, "its pod has finished")
+	}
+	if wp.Spec.Decision == "" || uid == "" {
+		return ctrl.Result{}, nil
+	}
+
+	orig := wp.DeepCopy()
+	r.deliver(ctx, wp, pod)
+	if !equality.Semantic.DeepEqual(orig.Status, wp.Status) {
+		if err := r.client.Status().Patch(ctx, wp, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Come back to remove it once the pod is bound.
+	return ctrl.Result{RequeueAfter: r.retention}, nil
+}
+
+// deliver hands the decision to the instance holding the pod, or records
+// it for when the pod reaches Permit again.
+func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, pod *corev1.Pod) {
+	logger := klog.FromContext(ctx)
+	spec := &wp.Spec
+	condType := schedulingv1alpha1.WaitingPodApproved
+	if spec.Decision == schedulingv1alpha1.DecisionReject {
+		condType = schedulingv1alpha1.WaitingPodRejected
+	}
+	already := meta.IsStatusConditionTrue(wp.Status.Conditions, condType)
+
+	held, profile := r.profiles.GetWaitingPod(pod.UID)
+	reason, msg := reasonRecorded, ""
+	switch {
+	case held != nil && spec.Decision == schedulingv1alpha1.DecisionApprove:
+		for _, plugin := range held.GetPendingPlugins() {
+			held.Allow(plugin)
+		}
+		reason, msg = reasonDelivered, fmt.Sprintf("Approved by %s; the pod proceeds to binding on %s", spec.DecidedBy, held.GetNodeName())
+	case held != nil:
+		plugin := manualapproval.Name
+		if pending := held.GetPendingPlugins(); len(pending) > 0 {
+			plugin = pending[0]
+		}
+		held.Reject(plugin, manualapproval.RejectionMessage(spec))
+		reason, msg = reasonDelivered, fmt.Sprintf("Rejected by %s; the pod returned to pending", spec.DecidedBy)
+	case spec.Decision == schedulingv1alpha1.DecisionApprove:
+		// Not held now (never yet, or its window ended, or the scheduler
+		// restarted): retry it at once rather than after its backoff, and
+		// ManualApproval lets it through at Permit.
+		if fwk := r.profiles.Get(pod.Spec.SchedulerName); fwk != nil && !already {
+			fwk.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		}
+		msg = fmt.Sprintf("Approved by %s; applies when the pod reaches Permit", spec.DecidedBy)
+	default:
+		msg = fmt.Sprintf("Rejected by %s; the pod will not be let through Permit", spec.DecidedBy)
+	}
+	if already && reason == reasonRecorded {
+		// Delivered or recorded before; nothing new to say.
+		return
+	}
+	if spec.Reason != "" {
+		msg += ": " + spec.Reason
+	}
+	meta.SetStatusCondition(&wp.Status.Conditions, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	if !already {
+		eventType := corev1.EventTypeNormal
+		if condType == schedulingv1alpha1.WaitingPodRejected {
+			eventType = corev1.EventTypeWarning
+		}
+		// The event on the Pod is the audit line that outlives the WaitingPod.
+		r.recorder.Eventf(pod, wp, eventType, condType, "Decide", "%s", msg)
+		logger.Info("Delivered decision", "waitingPod", klog.KObj(wp), "decision", spec.Decision, "decidedBy", spec.DecidedBy, "profile", profile, "held", held != nil)
+	}
+}
+
+// expire removes a WaitingPod whose pod no longer needs it, once it has
+// been resolved for the retention time.
+func (r *WaitingPodReconciler) expire(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, why string) (ctrl.Result, error) {
+	since := wp.CreationTimestamp.Time
+	for _, c := range wp.Status.Conditions {
+		if c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	if wait := time.Until(since.Add(r.retention)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	uid := wp.UID
+	if err := r.client.Delete(ctx, wp, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	klog.FromContext(ctx).V(2).Info("Removed resolved WaitingPod", "waitingPod", klog.KObj(wp), "why", why)
+	return ctrl.Result{}, nil
+}
+
+// Decisions reads people's decisions for the ManualApproval plugin from the
+// operator's WaitingPod cache.
+type Decisions struct {
+	Reader client.Reader
+}
+
+var _ manualapproval.Decisions = Decisions{}
+
+// Decision returns the decided spec of the WaitingPod namespace/name if it
+// was made for the pod with uid.
+func (d Decisions) Decision(ctx context.Context, namespace, name string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error) {
+	wp := &schedulingv1alpha1.WaitingPod{}
+	if err := d.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, wp); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if wp.Spec.Decision == "" || podUIDOf(wp) != uid {
+		return nil, nil
+	}
+	return &wp.Spec, nil
+}

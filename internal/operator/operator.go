@@ -1,0 +1,83 @@
+// Package operator wires profile-scheduler together on one controller-runtime
+// manager: the scheduling loop, the SchedulingProfile and WaitingPod
+// controllers, and the mirror that shows pods held at Permit as WaitingPods.
+// main.go and the integration suites both use it, so the suites run exactly
+// what ships.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
+	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// Options configures the operator.
+type Options struct {
+	// Registry holds the plugins profiles may use. Setup adds
+	// ManualApproval, which needs the operator's WaitingPod cache.
+	Registry runtime.Registry
+	// ReservedSchedulerNames are never served: another scheduler owns them.
+	ReservedSchedulerNames []string
+	// WaitingPodRetention is how long a WaitingPod stays after its pod is
+	// bound or gone.
+	WaitingPodRetention time.Duration
+	// Scheduler configures the scheduling loop.
+	Scheduler []scheduler.Option
+}
+
+// Operator is what Setup built, for callers that need to look inside.
+type Operator struct {
+	Scheduler *scheduler.Scheduler
+	Profiles  *profiles.Set
+}
+
+// EventSource is the name events of the operator's controllers carry.
+const EventSource = "profile-scheduler"
+
+// Setup adds the scheduling loop and the controllers to mgr. Everything runs
+// when mgr starts, on the elected leader only.
+func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, error) {
+	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := manualapproval.Register(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}); err != nil {
+		return nil, err
+	}
+	sched, err := scheduler.New(ctx, clientset, o.Registry, o.Scheduler...)
+	if err != nil {
+		return nil, fmt.Errorf("building the scheduling loop: %w", err)
+	}
+	if err := mgr.Add(sched); err != nil {
+		return nil, err
+	}
+
+	mirror := controllers.NewWaitingPodMirror(mgr.GetClient())
+	if err := mgr.Add(mirror); err != nil {
+		return nil, err
+	}
+	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error) {
+		return sched.NewFramework(ctx, profile, runtime.WithWaitingPodObserver(mirror))
+	}
+	recorder := mgr.GetEventRecorder(EventSource)
+	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder,
+		o.ReservedSchedulerNames).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := controllers.NewWaitingPodReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched.Profiles(), recorder,
+		o.WaitingPodRetention).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return &Operator{Scheduler: sched, Profiles: sched.Profiles()}, nil
+}

@@ -1,0 +1,202 @@
+package operator_test
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+)
+
+func profileManifest(name, spec string) string {
+	return fmt.Sprintf(`apiVersion: scheduling.schedprofiles.io/v1alpha1
+kind: SchedulingProfile
+metadata:
+  name: %s
+spec:
+%s
+`, name, indent(spec, 2))
+}
+
+// fitScoring is a profile whose only Score plugin is NodeResourcesFit with
+// the given strategy, so placements show the strategy alone.
+func fitScoring(strategy string) string {
+	return fmt.Sprintf(`plugins:
+  score:
+    disabled:
+    - name: "*"
+    enabled:
+    - name: NodeResourcesFit
+pluginConfig:
+- name: NodeResourcesFit
+  args:
+    scoringStrategy:
+      type: %s`, strategy)
+}
+
+var _ = Describe("SchedulingProfile controller", func() {
+	It("makes an applied profile serve its schedulerName and reports what runs", func() {
+		nodes("basic", 2, "4", "8Gi")
+		apply("basic", profileManifest("basic", "{}"))
+		serving("basic")
+
+		sp := getProfile("basic")
+		Expect(sp.Status.SchedulerName).To(Equal("basic"))
+		Expect(sp.Status.Plugins).NotTo(BeNil())
+		Expect(sp.Status.Plugins.QueueSort).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "PrioritySort"}}))
+		Expect(sp.Status.Plugins.Bind).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "DefaultBinder"}}))
+		Expect(sp.Status.OmittedDefaultPlugins).To(ContainElement("VolumeBinding"))
+
+		ns := namespace()
+		pod := createPod(poolPod(ns, "web", "basic", "basic", "500m", "512Mi"))
+		Expect(boundNode(pod)).To(HavePrefix("basic-"))
+	})
+
+	It("switches a live profile from spreading to packing without a restart", func() {
+		nodes("packing", 3, "4", "8Gi")
+		apply("packing", profileManifest("packing", fitScoring("LeastAllocated")))
+		serving("packing")
+		ns := namespace()
+
+		spread := map[string]bool{}
+		for i := range 3 {
+			spread[boundNode(createPod(poolPod(ns, fmt.Sprintf("spread-%d", i), "packing", "packing", "1", "1Gi")))] = true
+		}
+		Expect(spread).To(HaveLen(3), "LeastAllocated puts each pod on the emptiest node")
+
+		apply("packing", profileManifest("packing", fitScoring("MostAllocated")))
+		serving("packing")
+		Expect(getProfile("packing").Status.ServingGeneration).To(BeEquivalentTo(2))
+
+		packed := map[string]bool{}
+		for i := range 3 {
+			packed[boundNode(createPod(poolPod(ns, fmt.Sprintf("packed-%d", i), "packing", "packing", "1", "1Gi")))] = true
+		}
+		Expect(packed).To(HaveLen(1), "MostAllocated puts each pod on the fullest node that fits")
+	})
+
+	It("keeps the last valid instance serving when an update is invalid, and recovers", func() {
+		nodes("guarded", 1, "4", "8Gi")
+		apply("guarded", profileManifest("guarded", "{}"))
+		serving("guarded")
+		before := op.Profiles.Get("guarded")
+
+		apply("guarded", profileManifest("guarded", `plugins:
+  filter:
+    enabled:
+    - name: NoSuchPlugin`))
+		Eventually(profileCondition("guarded", schedulingv1alpha1.ProfileAccepted)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", ContainSubstring(`Filter plugin "NoSuchPlugin": no such plugin is registered`)),
+		))
+		Expect(profileCondition("guarded", schedulingv1alpha1.ProfileActive)()).To(And(
+			haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonServing),
+			HaveField("Message", ContainSubstring("Generation 1, the last valid one, keeps serving")),
+		))
+		Expect(getProfile("guarded").Status.ServingGeneration).To(BeEquivalentTo(1))
+		Expect(op.Profiles.Get("guarded")).To(BeIdenticalTo(before))
+		Eventually(eventNotes("SchedulingProfile", "", "guarded", schedulingv1alpha1.ReasonInvalidSpec)).Should(
+			ContainElement(ContainSubstring("NoSuchPlugin")))
+
+		ns := namespace()
+		Expect(boundNode(createPod(poolPod(ns, "still-served", "guarded", "guarded", "100m", "128Mi")))).To(Equal("guarded-0"))
+
+		apply("guarded", profileManifest("guarded", `pluginConfig:
+- name: NodeResourcesFit
+  args:
+    scoringStrategy:
+      type: Sometimes`))
+		Eventually(profileCondition("guarded", schedulingv1alpha1.ProfileAccepted)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", ContainSubstring("NodeResourcesFit")),
+		))
+
+		apply("guarded", profileManifest("guarded", "{}"))
+		serving("guarded")
+		Expect(getProfile("guarded").Status.ServingGeneration).To(BeEquivalentTo(4))
+	})
+
+	It("gives a contested schedulerName to the older profile, and to the newer when the older goes", func() {
+		nodes("contested", 1, "4", "8Gi")
+		apply("first", profileManifest("first", "schedulerName: contested"))
+		serving("first")
+		apply("second", profileManifest("second", "schedulerName: contested"))
+		Eventually(profileCondition("second", schedulingv1alpha1.ProfileAccepted)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict),
+			HaveField("Message", Equal("schedulerName contested is claimed by the older SchedulingProfile first")),
+		))
+		Expect(profileCondition("second", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict))
+
+		kubectlOK("delete", "schedulingprofile", "first")
+		serving("second")
+		ns := namespace()
+		Expect(boundNode(createPod(poolPod(ns, "after-takeover", "contested", "contested", "100m", "128Mi")))).To(Equal("contested-0"))
+	})
+
+	It("never serves a reserved schedulerName", func() {
+		apply("impostor", profileManifest("impostor", "schedulerName: default-scheduler"))
+		Eventually(profileCondition("impostor", schedulingv1alpha1.ProfileAccepted)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonReservedSchedulerName),
+			HaveField("Message", ContainSubstring("reserved for another scheduler")),
+		))
+		Expect(op.Profiles.Get(corev1.DefaultSchedulerName)).To(BeNil())
+	})
+
+	It("treats re-applying the same manifest as a no-op", func() {
+		file := apply("gitops", profileManifest("gitops", fitScoring("LeastAllocated")), "--server-side")
+		serving("gitops")
+		before := getProfile("gitops")
+		instance := op.Profiles.Get("gitops")
+
+		kubectlOK("apply", "--server-side", "-f", file)
+		kubectlOK("apply", "--server-side", "-f", file)
+		Consistently(func() string { return getProfile("gitops").ResourceVersion }, "2s").Should(Equal(before.ResourceVersion))
+		Expect(op.Profiles.Get("gitops")).To(BeIdenticalTo(instance))
+
+		r, err := kubectl.Run("diff", "--server-side", "-f", file)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(BeZero(), "kubectl diff shows a difference:\n%s%s", r.Stdout, r.Stderr)
+	})
+
+	It("returns pods waiting in a deleted profile to pending, saying the profile is gone", func() {
+		nodes("doomed", 1, "4", "8Gi")
+		apply("doomed", profileManifest("doomed", `plugins:
+  multiPoint:
+    enabled:
+    - name: ManualApproval`))
+		serving("doomed")
+		ns := namespace()
+		pod := createPod(poolPod(ns, "held", "doomed", "doomed", "100m", "128Mi"))
+		Eventually(waitingCondition(ns, "held", schedulingv1alpha1.WaitingPodWaiting)).Should(haveCondition(metav1.ConditionTrue, "Held"))
+
+		kubectlOK("delete", "schedulingprofile", "doomed")
+		Eventually(scheduledCondition(pod)).Should(And(
+			Not(BeNil()),
+			HaveField("Status", corev1.ConditionFalse),
+			HaveField("Message", ContainSubstring("SchedulingProfile doomed was deleted")),
+		))
+		Eventually(eventNotes("Pod", ns, "held", "FailedScheduling")).Should(ContainElement(ContainSubstring("SchedulingProfile doomed was deleted")))
+		p := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+		Expect(p.Spec.NodeName).To(BeEmpty())
+		Expect(op.Profiles.Get("doomed")).To(BeNil())
+	})
+
+	AfterEach(func() {
+		// Profiles are cluster-scoped; leave none behind for later specs.
+		var list schedulingv1alpha1.SchedulingProfileList
+		Expect(k8sClient.List(ctx, &list)).To(Succeed())
+		for i := range list.Items {
+			err := k8sClient.Delete(ctx, &list.Items[i])
+			Expect(client.IgnoreNotFound(err)).To(Succeed())
+		}
+		Eventually(func() int {
+			Expect(k8sClient.List(ctx, &list)).To(Succeed())
+			return len(list.Items)
+		}).Should(BeZero())
+	})
+})
