@@ -12,7 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
 
 // newNode creates a Node with cpu allocatable and a Ready condition, as a
@@ -73,12 +76,13 @@ func newNamespace(ctx context.Context) string {
 	return ns.Name
 }
 
-// publish builds an instance of a profile named name with the loop's
-// dependencies and makes it serve.
-func publish(ctx context.Context, name string) {
-	fwk, err := sched.NewFramework(ctx, profile(name))
+// publish builds an instance of p with the loop's dependencies and makes
+// it serve under its schedulerName.
+func publish(ctx context.Context, p *configv1.KubeSchedulerProfile) framework.Framework {
+	fwk, err := sched.NewFramework(ctx, p)
 	Expect(err).NotTo(HaveOccurred())
-	sched.Profiles().Publish(name, fwk)
+	sched.Profiles().Publish(*p.SchedulerName, fwk)
+	return fwk
 }
 
 func getPod(ctx context.Context, ns, name string) func() (*v1.Pod, error) {
@@ -166,7 +170,7 @@ var _ = Describe("The scheduling loop", func() {
 	})
 
 	It("binds pods to nodes that fit them", func(ctx SpecContext) {
-		publish(ctx, "fit")
+		publish(ctx, profile("fit"))
 		for i := 0; i < 3; i++ {
 			newNode(ctx, fmt.Sprint("fit-node-", i), "4")
 		}
@@ -195,7 +199,7 @@ var _ = Describe("The scheduling loop", func() {
 	})
 
 	It("reports pods that fit nowhere the way kube-scheduler does", func(ctx SpecContext) {
-		publish(ctx, "report")
+		fwk := publish(ctx, profile("report"))
 		for i := 0; i < 3; i++ {
 			newNode(ctx, fmt.Sprint("small-", i), "1")
 		}
@@ -204,20 +208,40 @@ var _ = Describe("The scheduling loop", func() {
 		}
 		newPod(ctx, podSpec(ns, "big", "report", "2"))
 
-		const want = "0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu."
+		// Reasons counted and sorted as upstream's FitError; with
+		// preemption in the profile its own verdict follows.
+		const reasons = "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
+		message := Equal(reasons)
+		if fwk.HasPostFilterPlugins() {
+			message = HavePrefix(reasons + " preemption: ")
+		}
 		Eventually(getPod(ctx, ns, "big")).Should(WithTransform(podScheduledCondition, And(
 			Not(BeNil()),
 			HaveField("Status", v1.ConditionFalse),
 			HaveField("Reason", v1.PodReasonUnschedulable),
-			HaveField("Message", want),
+			HaveField("Message", message),
 		)))
-		Eventually(eventNotes(ctx, ns, "big", "FailedScheduling")).Should(ContainElement(want))
+		Eventually(eventNotes(ctx, ns, "big", "FailedScheduling")).Should(ContainElement(message))
 		Consistently(getPod(ctx, ns, "big")).WithTimeout(2 * time.Second).Should(WithTransform(nodeName, BeEmpty()))
 		Expect(counterValue("scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable", "profile": "report"})).To(BeNumerically(">=", 1))
 	})
 
+	It("adds what PostFilter found to the message and records its nomination", func(ctx SpecContext) {
+		p := profile("post-filter")
+		p.Plugins.PostFilter.Enabled = []configv1.Plugin{{Name: nominatorName}}
+		publish(ctx, p)
+		newNode(ctx, "full", "1")
+		newPod(ctx, podSpec(ns, "wants-more", "post-filter", "2"))
+		const want = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+		Eventually(getPod(ctx, ns, "wants-more")).Should(And(
+			WithTransform(podScheduledCondition, HaveField("Message", want)),
+			HaveField("Status.NominatedNodeName", "full"),
+		))
+		Eventually(eventNotes(ctx, ns, "wants-more", "FailedScheduling")).Should(ContainElement(want))
+	})
+
 	It("schedules pending pods on a node added later without waiting for the periodic flush", func(ctx SpecContext) {
-		publish(ctx, "late-node")
+		publish(ctx, profile("late-node"))
 		newNode(ctx, "too-small", "1")
 		for i := 0; i < 3; i++ {
 			newPod(ctx, podSpec(ns, fmt.Sprint("waiting-", i), "late-node", "2"))
@@ -235,7 +259,7 @@ var _ = Describe("The scheduling loop", func() {
 	})
 
 	It("holds gated pods until their gates are lifted", func(ctx SpecContext) {
-		publish(ctx, "gates")
+		publish(ctx, profile("gates"))
 		newNode(ctx, "gates-node", "4")
 		pod := podSpec(ns, "gated", "gates", "1")
 		pod.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
@@ -259,13 +283,13 @@ var _ = Describe("The scheduling loop", func() {
 		newNode(ctx, "later-node", "4")
 		newPod(ctx, podSpec(ns, "early", "published-later", "1"))
 		Consistently(getPod(ctx, ns, "early")).WithTimeout(2 * time.Second).Should(WithTransform(nodeName, BeEmpty()))
-		publish(ctx, "published-later")
+		publish(ctx, profile("published-later"))
 		Eventually(getPod(ctx, ns, "early")).Should(WithTransform(nodeName, Equal("later-node")))
 	})
 
 	It("loses no pod and binds none twice while the instance is swapped under 200 pods", func(ctx SpecContext) {
 		const name, numPods = "swap", 200
-		publish(ctx, name)
+		publish(ctx, profile(name))
 		for i := 0; i < 10; i++ {
 			newNode(ctx, fmt.Sprint("swap-node-", i), "100")
 		}
@@ -282,7 +306,7 @@ var _ = Describe("The scheduling loop", func() {
 				case <-swapping:
 					return
 				case <-time.After(10 * time.Millisecond):
-					publish(ctx, name)
+					publish(ctx, profile(name))
 					swaps++
 				}
 			}

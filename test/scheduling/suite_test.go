@@ -1,7 +1,8 @@
 // Package scheduling_test runs the scheduling loop against a real API
-// server: profiles published programmatically, Node objects with capacity
-// and a Ready condition (no kubelets), and pods that must end up bound,
-// or reported as unschedulable the way kube-scheduler reports them.
+// server with the built-in plugins of the default profile: profiles
+// published programmatically, Node objects with capacity and a Ready
+// condition (no kubelets), and pods that must end up bound, or reported as
+// unschedulable the way kube-scheduler reports them.
 package scheduling_test
 
 import (
@@ -14,11 +15,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -53,7 +54,7 @@ var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.Level(-2)))
 	ctx = klog.NewContext(ctx, logger)
-	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(&configv1.Plugins{}))
+	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()))
 	Expect(err).NotTo(HaveOccurred())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()
