@@ -251,17 +251,23 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	}()
 
 	// Sorted so factories run in a stable order (upstream iterates a map).
-	for _, name := range sets.List(needed) {
-		reg := r[name]
+	// Every plugin's args are decoded and validated before any factory
+	// runs, so a bad arg is reported as such and costs no plugin start-up.
+	names := sets.List(needed)
+	args := make([]k8sruntime.Object, len(names))
+	for i, name := range names {
 		var raw *configv1.PluginConfig
-		if i, ok := rawArgs[name]; ok {
-			raw = &profile.PluginConfig[i]
+		if j, ok := rawArgs[name]; ok {
+			raw = &profile.PluginConfig[j]
 		}
-		argsObj, err := decodeArgs(rawExtension(raw), reg.Args)
+		argsObj, err := decodeArgs(rawExtension(raw), r[name].Args)
 		if err != nil {
 			return nil, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: name, Reason: err.Error()}
 		}
-		p, err := reg.Factory(pluginCtx, argsObj, f)
+		args[i] = argsObj
+	}
+	for i, name := range names {
+		p, err := r[name].Factory(pluginCtx, args[i], f)
 		if err != nil {
 			return nil, &ConfigError{Plugin: name, Reason: fmt.Sprintf("initializing: %v", err)}
 		}
