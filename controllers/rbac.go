@@ -13,7 +13,9 @@ package controllers
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces;services;replicationcontrollers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update

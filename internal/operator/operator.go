@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultpreemption"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -53,6 +55,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return nil, err
 	}
 	if err := manualapproval.Register(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}); err != nil {
+		return nil, err
+	}
+	if err := defaultpreemption.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return nil, err
 	}
 	sched, err := scheduler.New(ctx, clientset, o.Registry, o.Scheduler...)

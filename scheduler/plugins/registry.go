@@ -18,12 +18,15 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/balancedallocation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultpreemption"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/imagelocality"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/tainttoleration"
@@ -78,10 +81,10 @@ var inTree = []plugin{
 	{name: "NodeVolumeLimits", def: upstreamDefault},
 	{name: "VolumeBinding", def: upstreamDefault},
 	{name: "VolumeZone", def: upstreamDefault},
-	{name: "PodTopologySpread", def: upstreamDefault, weight: 2},
-	{name: "InterPodAffinity", def: upstreamDefault, weight: 2},
+	{name: podtopologyspread.Name, factory: podtopologyspread.New, args: validate(podtopologyspread.ValidateArgs), def: upstreamDefault, weight: 2},
+	{name: interpodaffinity.Name, factory: interpodaffinity.New, args: validate(interpodaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: "DynamicResources", def: upstreamDefault, weight: 2},
-	{name: "DefaultPreemption", def: upstreamDefault},
+	{name: defaultpreemption.Name, factory: defaultpreemption.New, args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},

@@ -28,6 +28,9 @@ func TestDefaultPlugins(t *testing.T) {
 		{Name: "NodeAffinity", Weight: ptr.To[int32](2)},
 		{Name: "NodePorts"},
 		{Name: "NodeResourcesFit", Weight: ptr.To[int32](1)},
+		{Name: "PodTopologySpread", Weight: ptr.To[int32](2)},
+		{Name: "InterPodAffinity", Weight: ptr.To[int32](2)},
+		{Name: "DefaultPreemption"},
 		{Name: "NodeResourcesBalancedAllocation", Weight: ptr.To[int32](1)},
 		{Name: "ImageLocality", Weight: ptr.To[int32](1)},
 		{Name: "DefaultBinder"},
@@ -35,8 +38,7 @@ func TestDefaultPlugins(t *testing.T) {
 	if diff := cmp.Diff(want, plugins.DefaultPlugins()); diff != "" {
 		t.Errorf("DefaultPlugins (-want +got):\n%s", diff)
 	}
-	wantOmitted := []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-		"InterPodAffinity", "DynamicResources", "DefaultPreemption", "NodeDeclaredFeatures"}
+	wantOmitted := []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
 	if diff := cmp.Diff(wantOmitted, plugins.OmittedDefaultPlugins()); diff != "" {
 		t.Errorf("OmittedDefaultPlugins (-want +got):\n%s", diff)
 	}
@@ -108,23 +110,27 @@ func TestDefaultProfile(t *testing.T) {
 	fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, nil)
 	got := fwk.ListPlugins()
 	want := map[string][]string{
-		"PreEnqueue": {"SchedulingGates"},
+		"PreEnqueue": {"SchedulingGates", "DefaultPreemption"},
 		"QueueSort":  {"PrioritySort"},
-		"PreFilter":  {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit"},
-		"Filter":     {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"},
-		"PreScore":   {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality"},
-		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)",
+		"PreFilter":  {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"},
+		"Filter": {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+			"PodTopologySpread", "InterPodAffinity"},
+		"PostFilter": {"DefaultPreemption"},
+		"PreScore": {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+			"NodeResourcesBalancedAllocation", "ImageLocality"},
+		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)", "PodTopologySpread(2)", "InterPodAffinity(2)",
 			"NodeResourcesBalancedAllocation(1)", "ImageLocality(1)"},
 		"Bind": {"DefaultBinder"},
 	}
 	gotMap := map[string][]string{
 		"PreEnqueue": names(got.PreEnqueue), "QueueSort": names(got.QueueSort), "PreFilter": names(got.PreFilter),
-		"Filter": names(got.Filter), "PreScore": names(got.PreScore), "Score": names(got.Score), "Bind": names(got.Bind),
+		"Filter": names(got.Filter), "PostFilter": names(got.PostFilter), "PreScore": names(got.PreScore),
+		"Score": names(got.Score), "Bind": names(got.Bind),
 	}
 	if diff := cmp.Diff(want, gotMap); diff != "" {
 		t.Errorf("resolved default profile (-want +got):\n%s", diff)
 	}
-	for _, empty := range []configv1.PluginSet{got.PostFilter, got.Reserve, got.Permit, got.PreBind, got.PostBind} {
+	for _, empty := range []configv1.PluginSet{got.Reserve, got.Permit, got.PreBind, got.PostBind} {
 		if len(empty.Enabled) != 0 {
 			t.Errorf("unexpected plugins %v", names(empty))
 		}
@@ -264,7 +270,7 @@ func TestPastedUpstreamProfiles(t *testing.T) {
 	}{
 		{
 			profile:    &profiles[0],
-			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)"},
+			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)", "PodTopologySpread(2)", "InterPodAffinity(2)"},
 			wantFilter: map[string]*framework.Status{"busy": nil, "empty": nil, "web": enforced},
 			// MostAllocated with memory weighted 3: busy (75 + 25×3)/4 = 37,
 			// empty (25 + 12×3)/4 = 15; ×5, plus TaintToleration 100 ×3.

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
@@ -35,7 +37,14 @@ func MultiPointProfile(plugins ...configv1.Plugin) *configv1.KubeSchedulerProfil
 // plugin). snapshot may be nil for plugins that never read it.
 func NewFramework(tb gotesting.TB, r runtime.Registry, profile *configv1.KubeSchedulerProfile, snapshot framework.SharedLister, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
-	all := []runtime.Option{runtime.WithDefaultPlugins(&configv1.Plugins{})}
+	// Plugins that watch the cluster (preemption, spreading) get informers
+	// over an empty fake client unless an option supplies real ones.
+	client := fake.NewClientset()
+	all := []runtime.Option{
+		runtime.WithDefaultPlugins(&configv1.Plugins{}),
+		runtime.WithClientSet(client),
+		runtime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
+	}
 	if snapshot != nil {
 		all = append(all, runtime.WithSnapshotSharedLister(snapshot))
 	}
