@@ -53,6 +53,11 @@ type Handle interface {
 
 	// ProfileName returns the schedulerName of the profile.
 	ProfileName() string
+
+	// ListPlugins returns the plugins that run at each extension point, in
+	// order, with weights at Score: the resolved form of the profile. It is
+	// complete once the instance is built, after the factories ran.
+	ListPlugins() *configv1.Plugins
 }
 
 // Framework is one profile's plugins, ready to run: what the scheduling
@@ -105,9 +110,6 @@ type Framework interface {
 	HasPostFilterPlugins() bool
 	// HasScorePlugins reports whether any Score plugin is configured.
 	HasScorePlugins() bool
-	// ListPlugins returns the plugins that run at each extension point, in
-	// order, with weights at Score: the resolved form of the profile.
-	ListPlugins() *configv1.Plugins
 	// PercentageOfNodesToScore returns the profile's value, or nil.
 	PercentageOfNodesToScore() *int32
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,

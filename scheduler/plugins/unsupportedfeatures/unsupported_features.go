@@ -116,22 +116,12 @@ func NewFactory(registered func(pluginName string) bool) func(context.Context, r
 
 func (*unsupportedFeatures) Name() string { return Name }
 
-// pluginLister is implemented by framework instances; the plugins of a
-// profile are only known once the instance is built, after the factories ran.
-type pluginLister interface {
-	ListPlugins() *configv1.Plugins
-}
-
 func (pl *unsupportedFeatures) profile() *profilePlugins {
 	pl.once.Do(func() {
 		pl.plugins = profilePlugins{any: sets.New[string](), atPoint: map[string]sets.Set[string]{}}
-		lister, ok := pl.handle.(pluginLister)
-		if !ok {
-			// Without a way to tell, assume nothing runs: refusing is the
-			// safe side.
-			return
-		}
-		l := lister.ListPlugins()
+		// Read on first use: the plugins of a profile are only known once
+		// the instance is built, after the factories ran.
+		l := pl.handle.ListPlugins()
 		for point, set := range map[string]configv1.PluginSet{
 			"PreEnqueue": l.PreEnqueue, "QueueSort": l.QueueSort, "PreFilter": l.PreFilter, filterPoint: l.Filter,
 			"PostFilter": l.PostFilter, "PreScore": l.PreScore, scorePoint: l.Score, "Reserve": l.Reserve,
