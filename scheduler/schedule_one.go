@@ -467,6 +467,7 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, fwk framework.F
 		logger.Error(err, "Error scheduling pod; retrying")
 	}
 
+	pi := podInfo.PodInfo
 	current, getErr := s.podLister.Pods(pod.Namespace).Get(pod.Name)
 	switch {
 	case getErr != nil:
@@ -479,18 +480,19 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, fwk framework.F
 	default:
 		// Requeue the informer's latest version. Informer objects are
 		// shared and never modified by the queue, so no copy is needed.
-		pi, perr := framework.NewPodInfo(current)
-		if perr != nil {
+		var perr error
+		if pi, perr = framework.NewPodInfo(current); perr != nil {
 			logger.V(4).Info("Parsing the pod's affinity terms", "err", perr)
 		}
 		podInfo.PodInfo = pi
 		pod = current
+		// podInfo belongs to the queue from here on; only pi is used below.
 		if err := s.queue.AddUnschedulableIfNotPresent(logger, podInfo, s.queue.SchedulingCycle()); err != nil {
 			logger.Error(err, "Requeueing the pod")
 		}
 		requeued = true
 	}
-	s.queue.AddNominatedPod(logger, podInfo.PodInfo, ni)
+	s.queue.AddNominatedPod(logger, pi, ni)
 	if err == nil {
 		return
 	}

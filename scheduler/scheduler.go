@@ -348,7 +348,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		synced = append(synced, h.HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return errors.New("nodes and pods were not listed before the scheduler stopped")
+		// Stopped before it started: not an error of the scheduler's.
+		return nil
 	}
 
 	var background sync.WaitGroup

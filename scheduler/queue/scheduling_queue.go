@@ -724,7 +724,12 @@ func (p *PriorityQueue) determineSchedulingHintForInFlightPod(logger klog.Logger
 // isPodWorthRequeuing asks the queueing hints of the plugins that rejected
 // the pod whether event may make it schedulable. The caller holds the lock.
 func (p *PriorityQueue) isPodWorthRequeuing(logger klog.Logger, pInfo *framework.QueuedPodInfo, event framework.ClusterEvent, oldObj, newObj any) queueingStrategy {
-	rejectors := pInfo.UnschedulablePlugins.Union(pInfo.PendingPlugins)
+	// Every event is offered to every pod in the pool: avoid building a
+	// union when, as usual, no plugin returned Pending.
+	rejectors := pInfo.UnschedulablePlugins
+	if pInfo.PendingPlugins.Len() > 0 {
+		rejectors = rejectors.Union(pInfo.PendingPlugins)
+	}
 	if rejectors.Len() == 0 {
 		logger.V(6).Info("Worth requeuing because no failed plugins", "pod", klog.KObj(pInfo.Pod))
 		return queueAfterBackoff
