@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -65,7 +66,20 @@ func (n *nominator) PostFilter(context.Context, *framework.CycleState, *v1.Pod, 
 		framework.NewStatus(framework.Unschedulable, fmt.Sprintf("preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.", len(nodes), len(nodes)))
 }
 
-// registry is the in-tree registry plus the counting binder and the nominator.
+const holdName = "TestHold"
+
+// hold keeps pods labelled hold=true waiting at Permit.
+type hold struct{}
+
+func (hold) Name() string { return holdName }
+func (hold) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
+	if pod.Labels["hold"] == "true" {
+		return framework.NewStatus(framework.Wait), time.Minute
+	}
+	return nil, 0
+}
+
+// registry is the in-tree registry plus the test plugins.
 func registry() runtime.Registry {
 	r := plugins.NewInTreeRegistry()
 	if err := r.Register(countingBinderName, func(ctx context.Context, args k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
@@ -74,6 +88,11 @@ func registry() runtime.Registry {
 			return nil, err
 		}
 		return &countingBinder{inner: inner.(framework.BindPlugin)}, nil
+	}, runtime.ArgsSpec{}); err != nil {
+		panic(err)
+	}
+	if err := r.Register(holdName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		return hold{}, nil
 	}, runtime.ArgsSpec{}); err != nil {
 		panic(err)
 	}

@@ -12,10 +12,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
 // newNode creates a Node with cpu allocatable and a Ready condition, as a
@@ -228,7 +231,11 @@ var _ = Describe("The scheduling loop", func() {
 
 	It("adds what PostFilter found to the message and records its nomination", func(ctx SpecContext) {
 		p := profile("post-filter")
-		p.Plugins.PostFilter.Enabled = []configv1.Plugin{{Name: nominatorName}}
+		// Only the test plugin, not the default profile's preemption.
+		p.Plugins.PostFilter = configv1.PluginSet{
+			Enabled:  []configv1.Plugin{{Name: nominatorName}},
+			Disabled: []configv1.Plugin{{Name: "*"}},
+		}
 		publish(ctx, p)
 		newNode(ctx, "full", "1")
 		newPod(ctx, podSpec(ns, "wants-more", "post-filter", "2"))
@@ -346,5 +353,50 @@ var _ = Describe("The scheduling loop", func() {
 		}
 		// Every replaced instance is closed once its last cycle released it.
 		Eventually(sched.Profiles().Retiring).Should(BeZero())
+	})
+
+	It("hands pods held at Permit over to the next leader when it stops, binding none twice", func(ctx SpecContext) {
+		const name = "handover"
+		// A second scheduler plays the leader that steps down.
+		leaderCtx, stepDown := context.WithCancel(klog.NewContext(ctx, GinkgoLogr))
+		defer stepDown()
+		leader, err := scheduler.New(leaderCtx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()))
+		Expect(err).NotTo(HaveOccurred())
+		stopped := make(chan error, 1)
+		go func() { stopped <- leader.Start(leaderCtx) }()
+		p := profile(name)
+		p.Plugins.Permit.Enabled = []configv1.Plugin{{Name: holdName}}
+		fwk, err := leader.NewFramework(ctx, p)
+		Expect(err).NotTo(HaveOccurred())
+		leader.Profiles().Publish(name, fwk)
+
+		newNode(ctx, "handover-node", "8")
+		var held []*v1.Pod
+		for i := 0; i < 3; i++ {
+			newPod(ctx, podSpec(ns, fmt.Sprint("free-", i), name, "100m"))
+			pod := podSpec(ns, fmt.Sprint("held-", i), name, "100m")
+			pod.Labels = map[string]string{"hold": "true"}
+			held = append(held, newPod(ctx, pod))
+		}
+		for i := 0; i < 3; i++ {
+			Eventually(getPod(ctx, ns, fmt.Sprint("free-", i))).Should(WithTransform(nodeName, Equal("handover-node")))
+		}
+		for _, pod := range held {
+			Eventually(func() framework.WaitingPod { wp, _ := leader.Profiles().GetWaitingPod(pod.UID); return wp }).ShouldNot(BeNil())
+		}
+
+		stepDown()
+		Eventually(stopped).Should(Receive(BeNil()))
+		for _, pod := range held {
+			Expect(getPod(ctx, ns, pod.Name)()).To(WithTransform(nodeName, BeEmpty()))
+			Expect(binds.get(pod.UID)).To(BeZero())
+		}
+
+		// The next leader serves the profile, without the hold, and binds them once.
+		publish(ctx, profile(name))
+		for _, pod := range held {
+			Eventually(getPod(ctx, ns, pod.Name)).Should(WithTransform(nodeName, Equal("handover-node")))
+			Expect(binds.get(pod.UID)).To(Equal(1))
+		}
 	})
 })
