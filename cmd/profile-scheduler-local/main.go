@@ -1,0 +1,339 @@
+// Command profile-scheduler-local runs the whole product on this machine in
+// the foreground: a throw-away kube-apiserver and etcd on loopback, the CRDs,
+// the approver ClusterRole and the admission policy, simulated nodes across
+// three zones with a simulated kubelet, the sample profiles, and the
+// operator itself, in this process. It writes an administrator's kubeconfig
+// and prints the kubectl commands to try. Ctrl-C stops everything it started.
+//
+// `make run-local` builds and runs it from the root of the checkout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+)
+
+type options struct {
+	dir         string
+	configDir   string
+	assets      string
+	pluginDir   string
+	nodes       int
+	kubelet     bool
+	samples     bool
+	metricsAddr string
+	probeAddr   string
+	qps         float64
+	burst       int
+	retention   time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory the kubeconfig is written to (as DIR/kubeconfig); it is removed on exit.")
+	flag.StringVar(&o.configDir, "config-dir", "config", "The checkout's config directory: CRDs, policy, approver role and samples are read from it.")
+	flag.StringVar(&o.assets, "control-plane", os.Getenv("KUBEBUILDER_ASSETS"), "Directory holding the kube-apiserver and etcd binaries (default $KUBEBUILDER_ASSETS; make run-local sets it).")
+	flag.StringVar(&o.pluginDir, "plugin-dir", "", "Directory holding kubectl-approve and kubectl-reject, for the PATH printed (default: this binary's directory).")
+	flag.IntVar(&o.nodes, "nodes", 6, "Number of simulated nodes, spread over three zones.")
+	flag.BoolVar(&o.kubelet, "kubelet", true, "Simulate kubelets: bound pods turn Running and deleted pods go away at once.")
+	flag.BoolVar(&o.samples, "samples", true, "Apply the sample SchedulingProfiles of config/samples.")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Loopback address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Loopback address of the health probes; 0 disables them.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Queries per second of the operator to the API server.")
+	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries of the operator to the API server.")
+	flag.DurationVar(&o.retention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
+	// Readable console logs at info level; --zap-log-level=debug shows more.
+	zapOpts := zap.Options{Development: true}
+	zapOpts.BindFlags(flag.CommandLine)
+	_ = flag.Set("zap-log-level", "info")
+	flag.Parse()
+
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	log := ctrl.Log.WithName("local")
+
+	ctx, stop := signalContext(log)
+	defer stop()
+	if err := run(klog.NewContext(ctx, ctrl.Log), o, os.Stdout); err != nil {
+		log.Error(err, "Local run failed")
+		os.Exit(1)
+	}
+}
+
+// signalContext is cancelled by the first SIGINT, SIGTERM or SIGHUP. Later
+// signals do not cut the shutdown short: the child processes must be
+// stopped whatever happens.
+func signalContext(log interface{ Info(string, ...any) }) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		first := true
+		for sig := range ch {
+			if first {
+				log.Info("Stopping: operator, then kube-apiserver and etcd", "signal", sig.String())
+				cancel()
+				first = false
+				continue
+			}
+			log.Info("Still stopping; the control plane processes must end first", "signal", sig.String())
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	log := klog.FromContext(ctx).WithName("local")
+	for flagName, addr := range map[string]string{"--metrics-bind-address": o.metricsAddr, "--health-probe-bind-address": o.probeAddr} {
+		if err := loopbackOnly(addr); err != nil {
+			return fmt.Errorf("%s: %w", flagName, err)
+		}
+	}
+	if o.nodes < 0 {
+		return fmt.Errorf("--nodes must not be negative, got %d", o.nodes)
+	}
+	if o.pluginDir == "" {
+		if exe, err := os.Executable(); err == nil {
+			o.pluginDir = filepath.Dir(exe)
+		}
+	}
+
+	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion)
+	cluster, err := localcluster.Start(localcluster.Options{
+		AssetsDir: o.assets,
+		CRDDir:    filepath.Join(o.configDir, "crd", "bases"),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("Stopping kube-apiserver and etcd")
+		if err := cluster.Stop(); err != nil {
+			log.Error(err, "Stopping the control plane")
+		}
+		log.Info("Stopped; nothing is left running")
+	}()
+
+	kubeconfig, err := filepath.Abs(filepath.Join(o.dir, "kubeconfig"))
+	if err != nil {
+		return err
+	}
+	if _, err := cluster.WriteAdminKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(kubeconfig) }()
+
+	applier, err := localcluster.NewApplier(cluster.Config, "profile-scheduler-local")
+	if err != nil {
+		return err
+	}
+	// What `make deploy` installs besides the operator itself: the admission
+	// policy that keeps decisions attributable and the approver role.
+	if err := applier.ApplyFiles(ctx, filepath.Join(o.configDir, "policy"), filepath.Join(o.configDir, "rbac", "approver_role.yaml")); err != nil {
+		return err
+	}
+	nodes := localcluster.Nodes("node", o.nodes, localcluster.Standard)
+	if err := localcluster.CreateNodes(ctx, cluster.Clientset, nodes, 4); err != nil {
+		return err
+	}
+	log.Info("Created simulated nodes", "count", len(nodes), "zones", localcluster.Zones)
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var background []<-chan struct{}
+	defer func() {
+		cancelRun()
+		for _, done := range background {
+			<-done
+		}
+	}()
+	if o.kubelet {
+		factory := informers.NewSharedInformerFactory(cluster.Clientset, 0)
+		kubelet, err := localcluster.NewKubelet(cluster.Clientset, factory)
+		if err != nil {
+			return err
+		}
+		factory.Start(runCtx.Done())
+		background = append(background, goDone(func() { kubelet.Run(runCtx); factory.Shutdown() }))
+	}
+
+	mgr, err := newManager(runCtx, cluster.Config, o)
+	if err != nil {
+		return err
+	}
+	mgrErr := make(chan error, 1)
+	background = append(background, goDone(func() { mgrErr <- mgr.Start(runCtx) }))
+
+	var profiles []string
+	if o.samples {
+		objs, err := localcluster.ReadManifests(filepath.Join(o.configDir, "samples"))
+		if err != nil {
+			return err
+		}
+		if err := applier.Apply(ctx, objs...); err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			profiles = append(profiles, obj.GetName())
+		}
+		slices.Sort(profiles)
+		if err := waitActive(runCtx, mgr.GetClient(), profiles, mgrErr); err != nil {
+			return err
+		}
+	}
+
+	printBanner(out, cluster.Host(), kubeconfig, o, len(nodes), profiles)
+	log.Info("Ready; press Ctrl-C to stop")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-mgrErr:
+		return fmt.Errorf("operator stopped: %w", err)
+	}
+}
+
+// newManager wires the operator as main.go does, on loopback.
+func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS = float32(o.qps)
+	cfg.Burst = o.burst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 localcluster.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	plugins.InstallDefaultPlugins()
+	if _, err := operator.Setup(ctx, mgr, operator.Options{
+		Registry:               plugins.NewInTreeRegistry(),
+		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+		WaitingPodRetention:    o.retention,
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// waitActive waits until every named profile serves its current generation.
+func waitActive(ctx context.Context, c client.Client, names []string, mgrErr <-chan error) error {
+	deadline := time.After(time.Minute)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pending := slices.DeleteFunc(slices.Clone(names), func(name string) bool {
+			sp := &schedulingv1alpha1.SchedulingProfile{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, sp); err != nil {
+				return false
+			}
+			return sp.Status.ServingGeneration == sp.Generation &&
+				meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileActive)
+		})
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-mgrErr:
+			return fmt.Errorf("operator stopped: %w", err)
+		case <-deadline:
+			return fmt.Errorf("sample profiles %v are not active after a minute: kubectl describe schedulingprofiles", pending)
+		case <-tick.C:
+		}
+	}
+}
+
+func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, profiles []string) {
+	path := ""
+	if _, err := os.Stat(filepath.Join(o.pluginDir, "kubectl-approve")); err == nil {
+		path = " PATH=" + o.pluginDir + ":$PATH"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nprofile-scheduler is running on a local control plane (kube-apiserver v%s at %s)\n", localcluster.KubernetesVersion, host)
+	fmt.Fprintf(&b, "with %d simulated nodes in zones %s", nodes, strings.Join(localcluster.Zones, ", "))
+	if len(profiles) > 0 {
+		fmt.Fprintf(&b, " and the profiles %s", strings.Join(profiles, ", "))
+	}
+	b.WriteString(".\n\nIn another terminal, from the root of the checkout:\n\n")
+	fmt.Fprintf(&b, "  export KUBECONFIG=%s%s\n", kubeconfig, path)
+	for _, cmd := range []string{
+		"kubectl get nodes -L topology.kubernetes.io/zone",
+		"kubectl get schedulingprofiles",
+		"kubectl apply -f config/samples/pods/web.yaml",
+		"kubectl get pods -o wide",
+		"kubectl apply -f config/samples/pods/train.yaml",
+		"kubectl get waitingpods",
+		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
+	} {
+		fmt.Fprintf(&b, "  %s\n", cmd)
+	}
+	b.WriteString("\nThe README's \"Try it\" section walks through a whole session.\n")
+	if o.metricsAddr != "0" {
+		fmt.Fprintf(&b, "Metrics: http://%s/metrics\n", o.metricsAddr)
+	}
+	b.WriteString("Press Ctrl-C to stop everything.\n\n")
+	_, _ = io.WriteString(out, b.String())
+}
+
+// loopbackOnly refuses an address that would listen beyond this machine.
+func loopbackOnly(addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return errors.New("the local run listens on loopback only: use 127.0.0.1:PORT")
+}
+
+func goDone(fn func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	return done
+}

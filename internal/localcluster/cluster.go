@@ -1,0 +1,144 @@
+// Package localcluster runs a throw-away Kubernetes control plane on
+// loopback (kube-apiserver and etcd, the binaries the tests build) and fills
+// it with simulated parts: Nodes that report capacity and Ready, and an
+// optional simulated kubelet that marks bound pods Running. The local run
+// (cmd/profile-scheduler-local), the end-to-end suite and the performance
+// harness all start their clusters through it.
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+)
+
+// KubernetesVersion is the version of the control plane built by
+// hack/build-control-plane.sh.
+const KubernetesVersion = "1.36.3"
+
+// AdminUser is the user of the kubeconfig handed to people: a member of
+// system:masters, so it may do anything, approving pods included.
+const AdminUser = "admin"
+
+// Scheme knows the built-in kinds and the project's kinds.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Options configures Start.
+type Options struct {
+	// AssetsDir holds the kube-apiserver and etcd binaries; empty means
+	// KUBEBUILDER_ASSETS.
+	AssetsDir string
+	// CRDDir holds the CustomResourceDefinitions to install.
+	CRDDir string
+	// APIServerArgs are extra kube-apiserver flags (name without dashes).
+	APIServerArgs map[string][]string
+	// Output, when set, receives the control plane's own logs.
+	Output bool
+}
+
+// Cluster is a running control plane. Stop it when done: it runs
+// kube-apiserver and etcd as child processes.
+type Cluster struct {
+	env *envtest.Environment
+	// Config is an administrator's client configuration.
+	Config *rest.Config
+	// Clientset talks to the API server as Config.
+	Clientset kubernetes.Interface
+}
+
+// Start starts kube-apiserver and etcd, listening on loopback only, and
+// installs the CRDs.
+func Start(o Options) (*Cluster, error) {
+	dir := o.AssetsDir
+	if dir == "" {
+		dir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if dir == "" {
+		return nil, errors.New("no control plane binaries: set KUBEBUILDER_ASSETS to the directory that hack/build-control-plane.sh prints (make control-plane builds it)")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return nil, fmt.Errorf("control plane binary %s not found in %s: run make control-plane", bin, dir)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    dir,
+		Scheme:                   Scheme(),
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		AttachControlPlaneOutput: o.Output,
+	}
+	if o.CRDDir != "" {
+		env.CRDDirectoryPaths = []string{o.CRDDir}
+		env.ErrorIfCRDPathMissing = true
+	}
+	api := env.ControlPlane.GetAPIServer()
+	// envtest binds the secure port to 127.0.0.1 already; say so
+	// explicitly, as the address is what keeps the cluster private.
+	api.Address = "127.0.0.1"
+	for name, values := range o.APIServerArgs {
+		api.Configure().Set(name, values...)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		// Start leaves whatever it started running when it fails late.
+		_ = env.Stop()
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Cluster{env: env, Config: cfg, Clientset: cs}, nil
+}
+
+// Stop stops kube-apiserver and etcd and removes their data.
+func (c *Cluster) Stop() error { return c.env.Stop() }
+
+// Host is the API server's URL.
+func (c *Cluster) Host() string { return strings.TrimSuffix(c.Config.Host, "/") }
+
+// AddUser returns a user authenticated by a client certificate, with
+// groups, and that user's kubeconfig.
+func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, []byte, error) {
+	u, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	return u.Config(), data, nil
+}
+
+// WriteAdminKubeconfig writes the kubeconfig of AdminUser to path (mode
+// 0600, directories created) and returns the user's client configuration.
+func (c *Cluster) WriteAdminKubeconfig(path string) (*rest.Config, error) {
+	cfg, data, err := c.AddUser(AdminUser, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return cfg, os.WriteFile(path, data, 0o600)
+}
