@@ -76,6 +76,55 @@ run: manifests generate fmt vet ## Run the operator against the cluster of the c
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.
 	kubectl apply --server-side -f config/crd/bases
 
+##@ Local run
+
+# Where run-local writes its kubeconfig (LOCAL_DIR/kubeconfig); extra flags
+# of profile-scheduler-local go in LOCAL_ARGS.
+LOCAL_DIR ?= $(LOCALBIN)/local
+LOCAL_ARGS ?=
+
+.PHONY: build-local
+build-local: ## Build profile-scheduler-local and the kubectl plugins into bin/.
+	go build -o $(LOCALBIN)/profile-scheduler-local ./cmd/profile-scheduler-local
+	go build -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
+	go build -o $(LOCALBIN)/kubectl-reject ./cmd/kubectl-reject
+
+.PHONY: run-local
+run-local: build-local control-plane ## Everything on this machine: local control plane, simulated nodes, sample profiles, the operator. Ctrl-C stops it all.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		$(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
+
+##@ Deployment
+
+# The operator image; deploy sets it in the manifests it applies.
+IMG ?= profile-scheduler:latest
+
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG.
+	docker build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG.
+	docker push $(IMG)
+
+.PHONY: deploy
+deploy: manifests ## Install CRDs, RBAC, admission policy and the operator (image IMG) into the cluster of the current kubeconfig.
+	hack/deploy.sh apply $(IMG)
+
+.PHONY: undeploy
+undeploy: ## Remove what deploy installed (the CRDs too, and with them every SchedulingProfile and WaitingPod).
+	hack/deploy.sh delete $(IMG)
+
+##@ Performance
+
+# Workloads and flags of the benchmark; see docs/performance.md.
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: control-plane ## Run the scheduling benchmark (default workloads, a few minutes) against a local API server.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go run ./test/perf --out=$(LOCALBIN)/perf $(BENCH_ARGS)
+
 ##@ Tools
 
 $(CONTROLLER_GEN):
