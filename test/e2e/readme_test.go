@@ -1,0 +1,327 @@
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
+)
+
+// step is one command of the README's walk-through and what its output
+// must show.
+type step struct {
+	cmd   string
+	check func(stdout string)
+}
+
+func contains(s string) func(string) {
+	return func(out string) { Expect(out).To(ContainSubstring(s)) }
+}
+
+func matches(re string) func(string) {
+	return func(out string) { Expect(out).To(MatchRegexp(re)) }
+}
+
+// nodesOf returns the NODE column of `kubectl get pods -o wide`.
+func nodesOf(out string) map[string]int {
+	nodes := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 6 {
+			nodes[f[6]]++
+		}
+	}
+	return nodes
+}
+
+// walkthrough is the README's "Try it" section, command for command. The
+// suite fails when the README and this list differ, so every command the
+// README shows is run here.
+var walkthrough = []step{
+	{"make run-local", nil}, // started by BeforeAll
+	{"export KUBECONFIG=$PWD/bin/local/kubeconfig PATH=$PWD/bin:$PATH", nil},
+	{"kubectl get nodes -L topology.kubernetes.io/zone", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^node-\d+\s+Ready\s`).FindAllString(out, -1)).To(HaveLen(6))
+		for _, zone := range []string{"zone-a", "zone-b", "zone-c"} {
+			Expect(out).To(ContainSubstring(zone))
+		}
+	}},
+	{"kubectl get schedulingprofiles", func(out string) {
+		for _, name := range []string{"approvals", "bin-packing", "profile-scheduler"} {
+			Expect(out).To(MatchRegexp(`(?m)^%[1]s\s+%[1]s\s+True\s+True\s`, name))
+		}
+	}},
+	{"kubectl apply -f config/samples/pods/web.yaml", contains("pod/web-2 created")},
+	{"kubectl wait --for=condition=Ready pods -l app=web", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(3))
+	}},
+	{"kubectl get pods -l app=web -o wide", func(out string) {
+		Expect(out).To(MatchRegexp(`web-0\s+1/1\s+Running`))
+		Expect(nodesOf(out)).To(HaveLen(3), "the default profile (LeastAllocated) spreads the pods:\n%s", out)
+	}},
+	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"pluginConfig":[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]}}'`, contains("patched")},
+	{"kubectl wait schedulingprofile/profile-scheduler --for=jsonpath='{.status.servingGeneration}'=2", contains("condition met")},
+	{"kubectl apply -f config/samples/pods/batch.yaml", contains("pod/batch-2 created")},
+	{"kubectl wait --for=condition=Ready pods -l app=batch", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(3))
+	}},
+	{"kubectl get pods -l app=batch -o wide", func(out string) {
+		Expect(nodesOf(out)).To(HaveLen(1), "the profile now packs pods (MostAllocated):\n%s", out)
+	}},
+	{"kubectl apply -f config/samples/pods/train.yaml", contains("pod/train-0 created")},
+	{"kubectl wait --for=create waitingpod/train-0", contains("condition met")},
+	{"kubectl wait --for=condition=Waiting waitingpod/train-0", contains("condition met")},
+	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+node-\d+\s+approvals\s+ManualApproval\s+\d{4}-`)},
+	{`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`, contains("waitingpod/train-0 approved")},
+	{"kubectl wait --for=condition=Ready pod/train-0", contains("condition met")},
+	{"kubectl get events --field-selector involvedObject.name=train-0", func(out string) {
+		Expect(out).To(ContainSubstring("Approved by admin"))
+		Expect(out).To(ContainSubstring("capacity reviewed"))
+		Expect(out).To(ContainSubstring("Successfully assigned default/train-0"))
+	}},
+	{"kubectl delete pods --all", contains(`pod "train-0" deleted`)},
+}
+
+// readmeCommands returns the commands of the README's "Try it" section:
+// the lines of its sh code blocks, without blank lines and comments.
+func readmeCommands() []string {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
+	Expect(err).NotTo(HaveOccurred())
+	var cmds []string
+	inSection, inBlock := false, false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "## "):
+			inSection = strings.TrimSpace(line) == "## Try it"
+		case !inSection:
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock && strings.TrimPrefix(line, "```") == "sh"
+		case inBlock:
+			if cmd := strings.TrimSpace(line); cmd != "" && !strings.HasPrefix(cmd, "#") {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	Expect(cmds).NotTo(BeEmpty(), "README.md has no \"## Try it\" section with sh blocks")
+	return cmds
+}
+
+// localRun is `make run-local` running in its own process group, as in a
+// terminal.
+type localRun struct {
+	cmd  *exec.Cmd
+	dir  string
+	out  *syncBuffer
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startLocalRun() *localRun {
+	GinkgoHelper()
+	dir, err := os.MkdirTemp("", "run-local-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
+	r := &localRun{dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
+	// The README's command, with the kubeconfig in a directory of this test
+	// and the metrics and probe ports left to the system, so a developer's
+	// own `make run-local` is not disturbed.
+	r.cmd = exec.Command("make", "--no-print-directory", "run-local", "LOCAL_DIR="+dir,
+		"LOCAL_ARGS=--metrics-bind-address=0 --health-probe-bind-address=0")
+	r.cmd.Dir = testenv.RepoRoot()
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r.cmd.Stdout = io.MultiWriter(r.out, GinkgoWriter)
+	r.cmd.Stderr = GinkgoWriter
+	Expect(r.cmd.Start()).To(Succeed())
+	go func() {
+		defer close(r.done)
+		_ = r.cmd.Wait()
+	}()
+	DeferCleanup(r.kill)
+	// The first run builds the command: allow for a cold build cache.
+	Eventually(func(g Gomega) {
+		select {
+		case <-r.done:
+			g.Expect(r.out.String()).To(ContainSubstring("Press Ctrl-C"), "make run-local exited: %v", r.cmd.ProcessState)
+			StopTrying("make run-local exited").Now()
+		default:
+		}
+		g.Expect(r.out.String()).To(ContainSubstring("Press Ctrl-C"))
+	}, 10*time.Minute, time.Second).Should(Succeed())
+	return r
+}
+
+// interrupt sends SIGINT to the process group, as Ctrl-C in a terminal does.
+func (r *localRun) interrupt() error {
+	return syscall.Kill(-r.cmd.Process.Pid, syscall.SIGINT)
+}
+
+// kill ends whatever is left of the run if a spec failed half-way.
+func (r *localRun) kill() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	procs := descendants(r.cmd.Process.Pid)
+	_ = r.interrupt()
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-r.done
+	}
+}
+
+// descendants lists the processes below pid, read from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(p); ok {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// procStat returns the parent and state of pid.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
+}
+
+// running says whether pid is a live process (not a zombie).
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	_, state, ok := procStat(pid)
+	return ok && state != "Z" && state != "X"
+}
+
+// shell runs a README command with bash in the root of the checkout.
+func shell(env []string, cmd string) (string, error) {
+	c := exec.Command("bash", "-c", cmd)
+	c.Dir = testenv.RepoRoot()
+	c.Env = env
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("%w: %s%s", err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+var _ = Describe("The README's Try it walk-through", Ordered, func() {
+	var run *localRun
+
+	BeforeAll(func() {
+		if _, err := exec.LookPath("kubectl"); err != nil {
+			Fail("the walk-through runs the real kubectl binary: install kubectl")
+		}
+		run = startLocalRun()
+	})
+
+	It("lists exactly the commands this suite runs", func() {
+		var want []string
+		for _, s := range walkthrough {
+			want = append(want, s.cmd)
+		}
+		Expect(readmeCommands()).To(Equal(want))
+	})
+
+	It("runs every command of the walk-through with the results the README describes", func() {
+		Expect(walkthrough[0].cmd).To(Equal("make run-local"))
+		env := os.Environ()
+		for _, s := range walkthrough[1:] {
+			By(s.cmd)
+			if strings.HasPrefix(s.cmd, "export ") {
+				// The test's run writes its kubeconfig elsewhere than bin/local.
+				cmd := strings.ReplaceAll(s.cmd, "$PWD/bin/local", run.dir)
+				out, err := shell(env, cmd+` && printf '%s\n%s' "$KUBECONFIG" "$PATH"`)
+				Expect(err).NotTo(HaveOccurred())
+				kubeconfig, path, _ := strings.Cut(out, "\n")
+				Expect(kubeconfig).To(BeAnExistingFile())
+				env = append(env, "KUBECONFIG="+kubeconfig, "PATH="+path)
+				continue
+			}
+			out, err := shell(env, s.cmd)
+			Expect(err).NotTo(HaveOccurred(), s.cmd)
+			GinkgoWriter.Printf("$ %s\n%s", s.cmd, out)
+			s.check(out)
+		}
+	})
+
+	It("stops everything it started on Ctrl-C, and removes its kubeconfig", func() {
+		procs := descendants(run.cmd.Process.Pid)
+		Expect(len(procs)).To(BeNumerically(">=", 3), "make, profile-scheduler-local, kube-apiserver and etcd")
+		Expect(run.interrupt()).To(Succeed())
+		Eventually(run.done, time.Minute).Should(BeClosed())
+		Expect(run.out.String()).NotTo(BeEmpty())
+		for _, pid := range procs {
+			Eventually(func() bool { return running(pid) }, 10*time.Second).Should(BeFalse(), "process %d still runs", pid)
+		}
+		Expect(filepath.Join(run.dir, "kubeconfig")).NotTo(BeAnExistingFile())
+	})
+})
