@@ -9,16 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Node is a simulated node: capacity and allocatable of cpu and memory (and
-// 110 pods), Ready, as a kubelet (or KWOK) would report it.
+// Node is a simulated node: its hostname label, capacity and allocatable of
+// cpu and memory (and 110 pods), Ready, as a kubelet (or KWOK) would report it.
 func Node(name, cpu, memory string, labels map[string]string) *corev1.Node {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: resource.MustParse(memory),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
+	all := map[string]string{corev1.LabelHostname: name} // as the kubelet sets it
+	for k, v := range labels {
+		all[k] = v
+	}
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all},
 		Status: corev1.NodeStatus{
 			Capacity:    res,
 			Allocatable: res.DeepCopy(),
