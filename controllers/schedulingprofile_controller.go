@@ -140,6 +140,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			r.stopServing(ctx, sp.Name, msg)
 		}
 		status.ServingGeneration = 0
+		status.ServingSpec = nil
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
 		r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, reason, msg)
@@ -153,6 +154,11 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if !serving || prev.generation != sp.Generation {
 		fwk, err := r.build(ctx, profile)
 		if err != nil {
+			if !serving {
+				// After a restart or a leader change the last valid spec
+				// is known only from status: serve it again.
+				prev, serving = r.restore(ctx, sp, orig, name)
+			}
 			msg := fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
 			activeStatus, activeReason, activeMsg := metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"
 			if serving {
@@ -176,12 +182,36 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 
 	status.ServingGeneration = prev.generation
+	if prev.generation == sp.Generation {
+		status.ServingSpec = sp.Spec.DeepCopy()
+	}
 	status.Plugins = prev.plugins
 	status.OmittedDefaultPlugins = plugins.OmittedDefaultPluginsFor(profile)
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
 	return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+}
+
+// restore publishes the last valid spec recorded in status, if it claims
+// the same schedulerName and still builds.
+func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *schedulingv1alpha1.SchedulingProfile, name string) (servedProfile, bool) {
+	last := orig.Status.ServingSpec
+	if last == nil || orig.Status.ServingGeneration == 0 {
+		return servedProfile{}, false
+	}
+	if lastName := schedulerNameOf(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
+		return servedProfile{}, false
+	}
+	fwk, err := r.build(ctx, upstreamProfile(name, last))
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
+		return servedProfile{}, false
+	}
+	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, plugins: resolvedPlugins(fwk.ListPlugins())}
+	r.publish(sp.Name, served, fwk)
+	klog.FromContext(ctx).Info("Restored the last valid framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", served.generation)
+	return served, true
 }
 
 // refusal says why sp may not serve name: the name is reserved, or an older

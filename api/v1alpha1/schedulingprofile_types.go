@@ -173,6 +173,12 @@ type SchedulingProfileStatus struct {
 	// +optional
 	ServingGeneration int64 `json:"servingGeneration,omitempty"`
 
+	// ServingSpec is the spec of servingGeneration. It lets the last valid
+	// spec keep serving across operator restarts and leader changes while
+	// the current spec is invalid.
+	// +optional
+	ServingSpec *SchedulingProfileSpec `json:"servingSpec,omitempty"`
+
 	// Plugins is what the serving instance runs at each extension point.
 	// +optional
 	Plugins *ResolvedPlugins `json:"plugins,omitempty"`

@@ -120,6 +120,27 @@ var _ = Describe("SchedulingProfile controller", func() {
 		Expect(getProfile("guarded").Status.ServingGeneration).To(BeEquivalentTo(4))
 	})
 
+	It("keeps the last valid generation serving across an operator restart", func() {
+		nodes("durable", 1, "4", "8Gi")
+		apply("durable", profileManifest("durable", fitScoring("MostAllocated")))
+		serving("durable")
+		apply("durable", profileManifest("durable", `plugins:
+  queueSort:
+    disabled:
+    - name: "*"`))
+		Eventually(profileCondition("durable", schedulingv1alpha1.ProfileAccepted)).Should(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec))
+
+		stopOperator()
+		startOperator()
+		Eventually(func() bool { return op.Profiles.Get("durable") != nil }).Should(BeTrue())
+		sp := getProfile("durable")
+		Expect(sp.Status.ServingGeneration).To(BeEquivalentTo(1))
+		Expect(profileCondition("durable", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonServing))
+		Expect(sp.Status.Plugins.Score).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "NodeResourcesFit", Weight: 1}}))
+		ns := namespace()
+		Expect(boundNode(createPod(poolPod(ns, "after-restart", "durable", "durable", "100m", "128Mi")))).To(Equal("durable-0"))
+	})
+
 	It("gives a contested schedulerName to the older profile, and to the newer when the older goes", func() {
 		nodes("contested", 1, "4", "8Gi")
 		apply("first", profileManifest("first", "schedulerName: contested"))
