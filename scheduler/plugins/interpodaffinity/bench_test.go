@@ -1,13 +1,11 @@
 package interpodaffinity
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -63,35 +61,8 @@ func BenchmarkFilterScore(b *testing.B) {
 				if mode == "adaptive" {
 					find = int(runtime.NumFeasibleNodesToFind(nil, nil, int32(len(nodes))))
 				}
-				benchCycle(b, fwk, pod, find)
+				st.BenchmarkCycle(b, fwk, pod, find)
 			})
-		}
-	}
-}
-
-func benchCycle(b *testing.B, fwk framework.Framework, pod *v1.Pod, numNodesToFind int) {
-	ctx := context.Background()
-	all, _ := fwk.SnapshotSharedLister().NodeInfos().List()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		state := framework.NewCycleState()
-		if _, s, _ := fwk.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
-			b.Fatal(s)
-		}
-		diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, all, i, numNodesToFind)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(feasible) == 0 {
-			b.Fatal("no feasible node")
-		}
-		if s := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !s.IsSuccess() {
-			b.Fatal(s)
-		}
-		if _, s := fwk.RunScorePlugins(ctx, state, pod, feasible); !s.IsSuccess() {
-			b.Fatal(s)
 		}
 	}
 }

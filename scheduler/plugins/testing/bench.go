@@ -69,3 +69,36 @@ func BenchmarkScore(b *gotesting.B, fwk framework.Framework, snapshot framework.
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(nodes)), "ns/node")
 }
+
+// BenchmarkCycle measures one pod's PreFilter, Filter (stopping after
+// numNodesToFind feasible nodes, starting one node further each iteration as
+// the loop does), PreScore and Score over the snapshot's nodes.
+func BenchmarkCycle(b *gotesting.B, fwk framework.Framework, pod *v1.Pod, numNodesToFind int) {
+	ctx := context.Background()
+	all, err := fwk.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		state := framework.NewCycleState()
+		if _, s, _ := fwk.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+		diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+		feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, all, i, numNodesToFind)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(feasible) == 0 {
+			b.Fatal("no feasible node")
+		}
+		if s := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+		if _, s := fwk.RunScorePlugins(ctx, state, pod, feasible); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+	}
+}
