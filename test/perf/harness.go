@@ -1,0 +1,615 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	dto "github.com/prometheus/client_model/go"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+)
+
+// Namespaces and schedulerNames of the phases of a workload.
+const (
+	initNamespace    = "perf-init"
+	ceilingNamespace = "perf-ceiling"
+	measureNamespace = "perf"
+	measureProfile   = "perf"
+	warmupProfile    = "perf-warmup"
+	// unscheduled is a schedulerName no scheduler serves: the harness
+	// binds these pods itself.
+	unscheduled = "perf-harness"
+)
+
+// Options configures a run.
+type Options struct {
+	// AssetsDir holds kube-apiserver and etcd; CRDDir the CRDs.
+	AssetsDir, CRDDir string
+	// QPS and Burst limit the operator's client, and the harness's binder
+	// when it measures the ceiling.
+	QPS   float32
+	Burst int
+	// Workers is how many goroutines create and bind pods in the harness.
+	Workers int
+	// Timeout bounds the measured phase of one workload.
+	Timeout time.Duration
+	// Progress receives a line per phase.
+	Progress io.Writer
+}
+
+// Result is what one workload measured.
+type Result struct {
+	Name     string `json:"name"`
+	Nodes    int    `json:"nodes"`
+	InitPods int    `json:"initPods"`
+	Pods     int    `json:"pods"`
+	// Throughput is the operator's, in pods bound per second: the average
+	// over the whole phase and percentiles of the per-second counts.
+	Throughput Summary `json:"throughput"`
+	// BindingCeiling is the rate at which the harness alone creates
+	// pods/binding for the same number of pods on the same API server.
+	BindingCeiling Summary `json:"bindingCeiling"`
+	// Ratio is Throughput.Average / BindingCeiling.Average.
+	Ratio float64 `json:"ratio"`
+	// AttemptLatency is scheduler_scheduling_attempt_duration_seconds
+	// (result scheduled) of the measured pods, in seconds.
+	AttemptLatency Summary `json:"attemptLatencySeconds"`
+	// PodSchedulingLatency is scheduler_pod_scheduling_sli_duration_seconds:
+	// from entering the queue to bound, every attempt included.
+	PodSchedulingLatency Summary `json:"podSchedulingSLISeconds"`
+	// Attempts counts scheduler_schedule_attempts_total by result.
+	Attempts map[string]int `json:"attempts"`
+	// FirstBindSeconds is how long after the profile was created the first
+	// measured pod was bound (instance build and queue start-up).
+	FirstBindSeconds float64 `json:"firstBindSeconds"`
+	// MeasuredSeconds is the length of the measured phase.
+	MeasuredSeconds float64 `json:"measuredSeconds"`
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Progress != nil {
+		_, _ = fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
+}
+
+// Run runs one workload on a fresh control plane.
+func Run(ctx context.Context, o Options, w Workload) (*Result, error) {
+	o.logf("== %s: starting kube-apiserver and etcd", w.Name)
+	cluster, err := localcluster.Start(localcluster.Options{AssetsDir: o.AssetsDir, CRDDir: o.CRDDir})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cluster.Stop() }()
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{o: o, w: w, cfg: cfg, cs: cs}
+	return h.run(ctx)
+}
+
+type harness struct {
+	o     Options
+	w     Workload
+	cfg   *rest.Config
+	cs    kubernetes.Interface
+	nodes []string
+}
+
+func (h *harness) run(ctx context.Context) (*Result, error) {
+	w, o := h.w, h.o
+	res := &Result{Name: w.Name, Nodes: w.Nodes, InitPods: w.InitPods, Pods: w.Pods}
+
+	start := time.Now()
+	nodes := localcluster.Nodes("node", w.Nodes, perfNode)
+	if err := localcluster.CreateNodes(ctx, h.cs, nodes, o.Workers); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		h.nodes = append(h.nodes, n.Name)
+	}
+	for _, ns := range []string{initNamespace, ceilingNamespace, measureNamespace} {
+		if _, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	o.logf("   %d nodes in %v", w.Nodes, time.Since(start).Round(time.Millisecond))
+
+	// Pods already running: bound by the harness, as cluster state.
+	initPods, err := h.createPods(ctx, initNamespace, w.InitPods, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.bindPods(ctx, initPods); err != nil {
+		return nil, err
+	}
+
+	// The ceiling: the harness alone binds the same number of pods.
+	ceilingPods, err := h.createPods(ctx, ceilingNamespace, w.Pods, true)
+	if err != nil {
+		return nil, err
+	}
+	if res.BindingCeiling, err = h.bindPods(ctx, ceilingPods); err != nil {
+		return nil, err
+	}
+	o.logf("   binding ceiling: %.0f pods/s", res.BindingCeiling.Average)
+	if err := h.cs.CoreV1().Pods(ceilingNamespace).DeleteCollection(ctx,
+		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		return nil, err
+	}
+
+	// The operator, and an instance to warm it up: informers synced, the
+	// loop running.
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	mgrDone, err := h.startOperator(opCtx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// Requests in flight fail as the operator stops: not worth a log.
+		operatorLogLevel.SetLevel(zapcore.FatalLevel)
+		stopOperator()
+		<-mgrDone
+	}()
+	kc, err := client.New(h.cfg, client.Options{Scheme: localcluster.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.warmUp(ctx, kc); err != nil {
+		return nil, err
+	}
+
+	// The measured pods wait for a profile that does not exist yet; creating
+	// it starts the clock, as for the ceiling, whose pods also existed.
+	bound := &boundCounter{done: make(chan struct{}), total: int64(w.Pods)}
+	stopWatch, err := h.watchMeasured(ctx, bound)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatch()
+	if _, err := h.createPods(ctx, measureNamespace, w.Pods, true); err != nil {
+		return nil, err
+	}
+	if w.Approve {
+		stopApprover, err := h.startApprover(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer stopApprover()
+	}
+	spec := schedulingv1alpha1.SchedulingProfileSpec{}
+	if err := yaml.UnmarshalStrict([]byte(w.Profile), &spec); err != nil {
+		return nil, fmt.Errorf("workload %s: profile: %w", w.Name, err)
+	}
+	before, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+
+	o.logf("   scheduling %d pods", w.Pods)
+	t0 := time.Now()
+	bound.start(t0)
+	profile := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: measureProfile}, Spec: spec}
+	if err := kc.Create(ctx, profile); err != nil {
+		return nil, err
+	}
+	samples := sampleEverySecond(bound.done, bound.count)
+	select {
+	case <-bound.done:
+	case <-time.After(o.Timeout):
+		return nil, fmt.Errorf("workload %s: %d of %d pods bound after %v", w.Name, bound.count(), w.Pods, o.Timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	elapsed := bound.last().Sub(t0)
+	after, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+
+	res.MeasuredSeconds = elapsed.Seconds()
+	res.FirstBindSeconds = bound.first().Sub(t0).Seconds()
+	res.Throughput = summarize(perSecond(<-samples), float64(w.Pods)/elapsed.Seconds())
+	if res.BindingCeiling.Average > 0 {
+		res.Ratio = res.Throughput.Average / res.BindingCeiling.Average
+	}
+	profileLabel := map[string]string{"profile": measureProfile}
+	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds",
+		map[string]string{"profile": measureProfile, "result": "scheduled"}).summary()
+	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
+	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
+	o.logf("   %.0f pods/s (%.0f%% of the ceiling), attempt p50 %.1f ms, p99 %.1f ms",
+		res.Throughput.Average, 100*res.Ratio, 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99)
+	return res, nil
+}
+
+// createPods creates count pods in namespace for the harness's own
+// schedulerName, or, when measured, for the measured profile (with the
+// workload's pod changes).
+func (h *harness) createPods(ctx context.Context, namespace string, count int, measured bool) ([]*corev1.Pod, error) {
+	pods := make([]*corev1.Pod, count)
+	err := parallel(ctx, count, h.o.Workers, func(ctx context.Context, i int) error {
+		schedulerName := unscheduled
+		if namespace == measureNamespace {
+			schedulerName = measureProfile
+		}
+		p := basicPod(namespace, fmt.Sprintf("pod-%d", i), schedulerName)
+		if measured && h.w.Pod != nil {
+			h.w.Pod(p)
+		}
+		created, err := h.cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating pod %s/%s: %w", namespace, p.Name, err)
+		}
+		pods[i] = created
+		return nil
+	})
+	return pods, err
+}
+
+// bindPods binds pods round-robin to the nodes from the harness's workers
+// and returns the rate, sampled every second.
+func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) (Summary, error) {
+	var done atomic.Int64
+	finished := make(chan struct{})
+	samples := sampleEverySecond(finished, func() int { return int(done.Load()) })
+	start := time.Now()
+	err := parallel(ctx, len(pods), h.o.Workers, func(ctx context.Context, i int) error {
+		p := pods[i]
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: h.nodes[i%len(h.nodes)]},
+		}
+		if err := h.cs.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("binding %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		done.Add(1)
+		return nil
+	})
+	elapsed := time.Since(start)
+	close(finished)
+	perSec := perSecond(<-samples)
+	if err != nil || len(pods) == 0 {
+		return Summary{}, err
+	}
+	return summarize(perSec, float64(len(pods))/elapsed.Seconds()), nil
+}
+
+func (h *harness) startOperator(ctx context.Context) (<-chan struct{}, error) {
+	operatorLogLevel.SetLevel(zapcore.ErrorLevel)
+	mgr, err := ctrl.NewManager(h.cfg, ctrl.Options{
+		Scheme:                 localcluster.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Every workload runs a new operator in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	plugins.InstallDefaultPlugins()
+	if _, err := operator.Setup(ctx, mgr, operator.Options{
+		Registry:               plugins.NewInTreeRegistry(),
+		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+		WaitingPodRetention:    30 * time.Second,
+	}); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			h.o.logf("operator stopped: %v", err)
+		}
+	}()
+	return done, nil
+}
+
+// warmUp schedules one pod with a throw-away profile, so the measured phase
+// starts with the operator's informers synced and its loop running.
+func (h *harness) warmUp(ctx context.Context, kc client.Client) error {
+	if err := kc.Create(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: warmupProfile}}); err != nil {
+		return err
+	}
+	p := basicPod(initNamespace, "warm-up", warmupProfile)
+	if _, err := h.cs.CoreV1().Pods(initNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		got, err := h.cs.CoreV1().Pods(initNamespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Spec.NodeName != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("the warm-up pod was not bound within 2 minutes")
+}
+
+// boundCounter counts measured pods seen bound, with the first and last
+// times.
+type boundCounter struct {
+	mu            sync.Mutex
+	n, total      int64
+	t0            time.Time
+	tFirst, tLast time.Time
+	done          chan struct{}
+}
+
+func (b *boundCounter) start(t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.t0 = t
+}
+
+func (b *boundCounter) add() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.n == 0 {
+		b.tFirst = now
+	}
+	b.n++
+	b.tLast = now
+	if b.n == b.total {
+		close(b.done)
+	}
+}
+
+func (b *boundCounter) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int(b.n)
+}
+
+func (b *boundCounter) first() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tFirst
+}
+
+func (b *boundCounter) last() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tLast
+}
+
+// watchMeasured counts measured pods as the watch shows them bound.
+func (h *harness) watchMeasured(ctx context.Context, b *boundCounter) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(h.cs, 0, informers.WithNamespace(measureNamespace))
+	inf := factory.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				b.add()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" {
+				b.add()
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return func() { cancel(); factory.Shutdown() }, nil
+}
+
+// startApprover approves every WaitingPod of the measured namespace as it
+// appears, as an automated approver (a policy engine, a quota service)
+// would, with the harness's workers.
+func (h *harness) startApprover(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	c, err := ctrlcache.New(h.cfg, ctrlcache.Options{
+		Scheme:            localcluster.Scheme(),
+		DefaultNamespaces: map[string]ctrlcache.Config{measureNamespace: {}},
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	kc, err := client.New(h.cfg, client.Options{Scheme: localcluster.Scheme()})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	names := make(chan types.NamespacedName, h.w.Pods)
+	inf, err := c.GetInformer(ctx, &schedulingv1alpha1.WaitingPod{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	enqueue := func(obj any) {
+		if wp, ok := obj.(*schedulingv1alpha1.WaitingPod); ok && wp.Spec.Decision == "" {
+			select {
+			case names <- types.NamespacedName{Namespace: wp.Namespace, Name: wp.Name}:
+			default:
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueue}); err != nil {
+		cancel()
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Start(ctx) })
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"decision":"Approve","decidedBy":"perf-approver","reason":"benchmark"}}`))
+	for range h.o.Workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case key := <-names:
+					wp := &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+					if err := kc.Patch(ctx, wp, patch); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+						h.o.logf("approving %s: %v", key, err)
+					}
+				}
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// sampleEverySecond records count() once a second until done is closed,
+// then sends the readings. The last, partial second is not recorded.
+func sampleEverySecond(done <-chan struct{}, count func() int) <-chan []int {
+	out := make(chan []int, 1)
+	go func() {
+		var readings []int
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				out <- readings
+				return
+			case <-tick.C:
+				readings = append(readings, count())
+			}
+		}
+	}()
+	return out
+}
+
+// parallel runs fn for 0..n-1 on workers goroutines and returns the first
+// error; after an error the remaining items are skipped.
+func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	items := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(workers, n)) {
+		wg.Go(func() {
+			for i := range items {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case items <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(items)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// histogramDelta sums the series of the named histogram whose labels
+// include match, after less before.
+func histogramDelta(before, after []*dto.MetricFamily, name string, match map[string]string) histogram {
+	sum := func(families []*dto.MetricFamily) histogram {
+		var total histogram
+		for _, m := range series(families, name, match) {
+			h := histogramOf(m.GetHistogram())
+			if total.bounds == nil {
+				total = h
+				continue
+			}
+			total.count += h.count
+			total.sum += h.sum
+			for i := range total.counts {
+				total.counts[i] += h.counts[i]
+			}
+		}
+		return total
+	}
+	return sum(after).minus(sum(before))
+}
+
+// counterDelta returns the named counter's increase by the value of label.
+func counterDelta(before, after []*dto.MetricFamily, name string, match map[string]string, label string) map[string]int {
+	out := map[string]int{}
+	for _, m := range series(after, name, match) {
+		out[labelValue(m, label)] += int(m.GetCounter().GetValue())
+	}
+	for _, m := range series(before, name, match) {
+		out[labelValue(m, label)] -= int(m.GetCounter().GetValue())
+	}
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func series(families []*dto.MetricFamily, name string, match map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			ok := true
+			for k, v := range match {
+				if labelValue(m, k) != v {
+					ok = false
+				}
+			}
+			if ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,168 @@
+// Command perf benchmarks the operator's scheduling against a real API
+// server, in the manner of upstream's scheduler_perf: for each workload it
+// starts kube-apiserver and etcd on loopback, creates simulated nodes and
+// pods already placed, measures the rate at which the harness alone can
+// bind the workload's pods (the ceiling of this API server on this
+// machine), then runs the operator in this process and measures how fast it
+// schedules the same number of pods. It prints a table and writes the
+// figures as JSON. See docs/performance.md.
+//
+//	go run ./test/perf --workloads=default --out=bin/perf   # what make bench runs
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
+)
+
+// operatorLogLevel is the level of the operator's logs; Run silences them
+// while it stops an operator, whose requests then fail by design.
+var operatorLogLevel = uberzap.NewAtomicLevelAt(zapcore.ErrorLevel)
+
+// Results is the JSON the harness writes.
+type Results struct {
+	Time    time.Time `json:"time"`
+	Machine Machine   `json:"machine"`
+	// QPS and Burst are the client limits of the operator and the binder.
+	QPS       float32  `json:"kubeAPIQPS"`
+	Burst     int      `json:"kubeAPIBurst"`
+	Workers   int      `json:"harnessWorkers"`
+	Workloads []Result `json:"workloads"`
+}
+
+// Machine says where the figures come from.
+type Machine struct {
+	CPUs              int    `json:"cpus"`
+	CPUModel          string `json:"cpuModel,omitempty"`
+	GOOS              string `json:"goos"`
+	GOARCH            string `json:"goarch"`
+	GoVersion         string `json:"goVersion"`
+	KubernetesVersion string `json:"kubeAPIServer"`
+}
+
+func main() {
+	var (
+		workloads string
+		out       string
+		qps       float64
+		burst     int
+		workers   int
+		scale     int
+		timeout   time.Duration
+	)
+	flag.StringVar(&workloads, "workloads", "default", "Comma-separated workloads, or default, or all: "+workloadNames()+".")
+	flag.StringVar(&out, "out", "", "Directory to write results.json into (default: print only).")
+	flag.Float64Var(&qps, "kube-api-qps", 5000, "Client QPS of the operator and of the harness's binder (scheduler_perf raises it to 5000).")
+	flag.IntVar(&burst, "kube-api-burst", 5000, "Client burst of the operator and of the harness's binder.")
+	flag.IntVar(&workers, "workers", 32, "Goroutines the harness creates and binds pods with.")
+	flag.IntVar(&scale, "scale-down", 1, "Divide node and pod counts by this, for a quick look.")
+	flag.DurationVar(&timeout, "timeout", 10*time.Minute, "Longest the measured phase of one workload may take.")
+	// The operator's own logs: errors only, unless asked; none once a
+	// workload's figures are taken and its operator is being stopped.
+	zapOpts := zap.Options{Level: operatorLogLevel}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	selected, err := selectWorkloads(workloads, scale)
+	if err == nil {
+		err = run(ctx, selected, Options{
+			QPS: float32(qps), Burst: burst, Workers: workers, Timeout: timeout, Progress: os.Stderr,
+			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
+		}, out, os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, workloads []Workload, o Options, outDir string, stdout io.Writer) error {
+	if o.AssetsDir == "" {
+		dir, err := testenv.AssetsDir()
+		if err != nil {
+			return err
+		}
+		o.AssetsDir = dir
+	}
+	report := Results{Time: time.Now().UTC(), Machine: machine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers}
+	for _, w := range workloads {
+		res, err := Run(ctx, o, w)
+		if err != nil {
+			return err
+		}
+		report.Workloads = append(report.Workloads, *res)
+	}
+	printTable(stdout, &report)
+	if outDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(outDir, "results.json")
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nJSON: %s\n", path)
+	return err
+}
+
+func printTable(w io.Writer, r *Results) {
+	m := r.Machine
+	fmt.Fprintf(w, "\n%d CPUs (%s), %s, kube-apiserver v%s, client QPS %g burst %d\n\n",
+		m.CPUs, m.CPUModel, m.GoVersion, m.KubernetesVersion, r.QPS, r.Burst)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tnodes\tpods\tpods/s avg\tp50\tp90\tp99\tceiling pods/s\tratio\tattempt p50 ms\tp90 ms\tp99 ms\t")
+	for _, res := range r.Workloads {
+		t, a := res.Throughput, res.AttemptLatency
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+			res.Name, res.Nodes, res.Pods, t.Average, t.Perc50, t.Perc90, t.Perc99,
+			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99)
+	}
+	_ = tw.Flush()
+}
+
+func machine() Machine {
+	m := Machine{
+		CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		GoVersion: runtime.Version(), KubernetesVersion: localcluster.KubernetesVersion,
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+				m.CPUModel = strings.TrimSpace(value)
+				break
+			}
+		}
+	}
+	return m
+}

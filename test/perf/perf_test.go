@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
+)
+
+// TestHarness runs the benchmark harness on tiny workloads, so that it
+// keeps working; the benchmark itself is make bench.
+func TestHarness(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "benchmark harness smoke suite")
+}
+
+var _ = Describe("The benchmark harness", func() {
+	BeforeEach(func() {
+		logger := zap.New(zap.WriteTo(GinkgoWriter), zap.Level(operatorLogLevel))
+		ctrl.SetLogger(logger)
+		klog.SetLogger(logger)
+	})
+
+	It("measures throughput, the binding ceiling and latency of a basic and an approval workload, and writes them", func() {
+		workloads, err := selectWorkloads("SchedulingBasic/500Nodes,ManualApproval/500Nodes", 50)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(workloads).To(HaveLen(2))
+		Expect(workloads[0].Nodes).To(Equal(10))
+
+		dir := GinkgoT().TempDir()
+		var table bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		Expect(run(ctx, workloads, Options{
+			QPS: 5000, Burst: 5000, Workers: 8, Timeout: 2 * time.Minute, Progress: GinkgoWriter,
+			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
+		}, dir, &table)).To(Succeed())
+		GinkgoWriter.Println(table.String())
+		Expect(table.String()).To(ContainSubstring("ceiling pods/s"))
+		Expect(table.String()).To(ContainSubstring("ManualApproval/500Nodes"))
+
+		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var report Results
+		Expect(json.Unmarshal(data, &report)).To(Succeed())
+		Expect(report.Machine.CPUs).To(BeNumerically(">", 0))
+		Expect(report.Workloads).To(HaveLen(2))
+		for _, res := range report.Workloads {
+			Expect(res.Throughput.Average).To(BeNumerically(">", 0), res.Name)
+			Expect(res.BindingCeiling.Average).To(BeNumerically(">", 0), res.Name)
+			Expect(res.Ratio).To(BeNumerically("~", res.Throughput.Average/res.BindingCeiling.Average, 1e-9), res.Name)
+			Expect(res.Attempts).To(HaveKeyWithValue("scheduled", res.Pods), res.Name)
+			Expect(res.AttemptLatency.Samples).To(Equal(res.Pods), res.Name)
+			Expect(res.AttemptLatency.Perc50).To(BeNumerically(">", 0), res.Name)
+			Expect(res.AttemptLatency.Perc99).To(BeNumerically(">=", res.AttemptLatency.Perc50), res.Name)
+			Expect(res.PodSchedulingLatency.Samples).To(Equal(res.Pods), res.Name)
+		}
+	})
+})

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+)
+
+// Workload is one benchmark case, in the manner of scheduler_perf's
+// workloads: nodes, pods already placed, then the measured pods.
+type Workload struct {
+	Name string
+	// Nodes, InitPods and Pods are the counts of nodes, of pods already
+	// bound before the measurement, and of pods measured.
+	Nodes, InitPods, Pods int
+	// Profile is the spec of the measured SchedulingProfile, in YAML.
+	Profile string
+	// Pod makes the i-th measured pod; nil means the default pod.
+	Pod func(p *corev1.Pod)
+	// Approve runs an automated approver that approves every WaitingPod.
+	Approve bool
+}
+
+// Node and pod shapes of scheduler_perf's default templates.
+var (
+	perfNode = localcluster.NodeShape{InstanceType: "perf", CPU: "4", Memory: "32Gi", Pods: 110}
+	podCPU   = resource.MustParse("100m")
+	podMem   = resource.MustParse("500Mi")
+)
+
+func basicPod(namespace, name, schedulerName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": "perf"}},
+		Spec: corev1.PodSpec{
+			SchedulerName: schedulerName,
+			Containers: []corev1.Container{{
+				Name: "pause", Image: "pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: podCPU, corev1.ResourceMemory: podMem,
+				}},
+			}},
+		},
+	}
+}
+
+// zoneAffinity requires the zones zone-a or zone-b: two nodes in three fit.
+func zoneAffinity(p *corev1.Pod) {
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: localcluster.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a", "zone-b"},
+			}},
+		}}},
+	}}
+}
+
+const (
+	defaultProfile = "{}"
+	mostAllocated  = `pluginConfig:
+- name: NodeResourcesFit
+  args:
+    scoringStrategy:
+      type: MostAllocated`
+	manualApproval = `plugins:
+  multiPoint:
+    enabled:
+    - name: ManualApproval`
+)
+
+// allWorkloads are the workloads the harness knows; defaultWorkloads run
+// when none are named.
+var allWorkloads = []Workload{
+	{Name: "SchedulingBasic/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: defaultProfile},
+	{Name: "SchedulingBasic/5000Nodes", Nodes: 5000, InitPods: 1000, Pods: 1000, Profile: defaultProfile},
+	{Name: "SchedulingBasic/5000Nodes_5000Pods", Nodes: 5000, InitPods: 1000, Pods: 5000, Profile: defaultProfile},
+	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: defaultProfile, Pod: zoneAffinity},
+	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: mostAllocated},
+	{Name: "ManualApproval/500Nodes", Nodes: 500, InitPods: 500, Pods: 500, Profile: manualApproval, Approve: true},
+}
+
+var defaultWorkloads = []string{
+	"SchedulingBasic/500Nodes",
+	"SchedulingBasic/5000Nodes",
+	"NodeAffinity/500Nodes",
+	"MostAllocated/500Nodes",
+	"ManualApproval/500Nodes",
+}
+
+// selectWorkloads resolves a comma-separated list of names (or "default",
+// "all"); scale divides node and pod counts, for quick runs.
+func selectWorkloads(list string, scale int) ([]Workload, error) {
+	var names []string
+	switch list {
+	case "", "default":
+		names = defaultWorkloads
+	case "all":
+		for _, w := range allWorkloads {
+			names = append(names, w.Name)
+		}
+	default:
+		names = strings.Split(list, ",")
+	}
+	var out []Workload
+	for _, name := range names {
+		found := false
+		for _, w := range allWorkloads {
+			if w.Name == strings.TrimSpace(name) {
+				if scale > 1 {
+					w.Nodes = max(1, w.Nodes/scale)
+					w.InitPods /= scale
+					w.Pods = max(1, w.Pods/scale)
+				}
+				out = append(out, w)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no workload %q; known: %s", name, workloadNames())
+		}
+	}
+	return out, nil
+}
+
+func workloadNames() string {
+	var names []string
+	for _, w := range allWorkloads {
+		names = append(names, w.Name)
+	}
+	return strings.Join(names, ", ")
+}
