@@ -41,7 +41,10 @@ const (
 	ceilingNamespace = "perf-ceiling"
 	measureNamespace = "perf"
 	measureProfile   = "perf"
-	warmupProfile    = "perf-warmup"
+	// The same pods for upstream kube-scheduler, when it runs alongside.
+	upstreamNamespace = "perf-upstream"
+	upstreamProfile   = "perf-upstream"
+	warmupProfile     = "perf-warmup"
 	// unscheduled is a schedulerName no scheduler serves: the harness
 	// binds these pods itself.
 	unscheduled = "perf-harness"
@@ -61,6 +64,9 @@ type Options struct {
 	Timeout time.Duration
 	// Progress receives a line per phase.
 	Progress io.Writer
+	// Upstream, when set, is a kube-scheduler binary to measure on the same
+	// API server after the operator, with the same profile and pods.
+	Upstream string
 }
 
 // Result is what one workload measured.
@@ -90,6 +96,11 @@ type Result struct {
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// MeasuredSeconds is the length of the measured phase.
 	MeasuredSeconds float64 `json:"measuredSeconds"`
+	// Upstream is kube-scheduler's throughput on the same API server, from
+	// its first binding on (its start-up is left out), when measured.
+	Upstream *Summary `json:"upstreamThroughput,omitempty"`
+	// UpstreamRatio is Upstream.Average / BindingCeiling.Average.
+	UpstreamRatio float64 `json:"upstreamRatio,omitempty"`
 }
 
 func (o Options) logf(format string, args ...any) {
@@ -136,7 +147,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	for _, n := range nodes {
 		h.nodes = append(h.nodes, n.Name)
 	}
-	for _, ns := range []string{initNamespace, ceilingNamespace, measureNamespace} {
+	for _, ns := range []string{initNamespace, ceilingNamespace, measureNamespace, upstreamNamespace} {
 		if _, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
@@ -174,12 +185,18 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
+	operatorStopped := false
+	stopAndWait := func() {
+		if operatorStopped {
+			return
+		}
+		operatorStopped = true
 		// Requests in flight fail as the operator stops: not worth a log.
 		operatorLogLevel.SetLevel(zapcore.FatalLevel)
 		stopOperator()
 		<-mgrDone
-	}()
+	}
+	defer stopAndWait()
 	kc, err := client.New(h.cfg, client.Options{Scheme: localcluster.Scheme()})
 	if err != nil {
 		return nil, err
@@ -191,7 +208,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	// The measured pods wait for a profile that does not exist yet; creating
 	// it starts the clock, as for the ceiling, whose pods also existed.
 	bound := &boundCounter{done: make(chan struct{}), total: int64(w.Pods)}
-	stopWatch, err := h.watchMeasured(ctx, bound)
+	stopWatch, err := h.watchBound(ctx, measureNamespace, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -231,9 +248,19 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	elapsed := bound.last().Sub(t0)
-	after, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		return nil, err
+	// The binding goroutine records the attempt just after the API server
+	// answered, which may be after the watch showed the pod bound.
+	profileLabel := map[string]string{"profile": measureProfile}
+	var after []*dto.MetricFamily
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if after, err = ctrlmetrics.Registry.Gather(); err != nil {
+			return nil, err
+		}
+		scheduled := counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")["scheduled"]
+		if scheduled >= w.Pods || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	res.MeasuredSeconds = elapsed.Seconds()
@@ -242,13 +269,31 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if res.BindingCeiling.Average > 0 {
 		res.Ratio = res.Throughput.Average / res.BindingCeiling.Average
 	}
-	profileLabel := map[string]string{"profile": measureProfile}
 	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds",
 		map[string]string{"profile": measureProfile, "result": "scheduled"}).summary()
 	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
 	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
 	o.logf("   %.0f pods/s (%.0f%% of the ceiling), attempt p50 %.1f ms, p99 %.1f ms",
 		res.Throughput.Average, 100*res.Ratio, 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99)
+
+	if o.Upstream != "" && !w.Approve {
+		// kube-scheduler gets the cluster the operator got: the measured
+		// pods go, and the operator stops so that it takes no CPU.
+		stopAndWait()
+		if err := h.cs.CoreV1().Pods(measureNamespace).DeleteCollection(ctx,
+			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+			return nil, err
+		}
+		up, err := h.runUpstream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Upstream = up
+		if res.BindingCeiling.Average > 0 {
+			res.UpstreamRatio = up.Average / res.BindingCeiling.Average
+		}
+		o.logf("   kube-scheduler: %.0f pods/s (%.0f%% of the ceiling)", up.Average, 100*res.UpstreamRatio)
+	}
 	return res, nil
 }
 
@@ -259,8 +304,11 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 	pods := make([]*corev1.Pod, count)
 	err := parallel(ctx, count, h.o.Workers, func(ctx context.Context, i int) error {
 		schedulerName := unscheduled
-		if namespace == measureNamespace {
+		switch namespace {
+		case measureNamespace:
 			schedulerName = measureProfile
+		case upstreamNamespace:
+			schedulerName = upstreamProfile
 		}
 		p := basicPod(namespace, fmt.Sprintf("pod-%d", i), schedulerName)
 		if measured && h.w.Pod != nil {
@@ -410,10 +458,10 @@ func (b *boundCounter) last() time.Time {
 	return b.tLast
 }
 
-// watchMeasured counts measured pods as the watch shows them bound.
-func (h *harness) watchMeasured(ctx context.Context, b *boundCounter) (func(), error) {
+// watchBound counts the pods of namespace as the watch shows them bound.
+func (h *harness) watchBound(ctx context.Context, namespace string, b *boundCounter) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactoryWithOptions(h.cs, 0, informers.WithNamespace(measureNamespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(h.cs, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -69,6 +69,7 @@ func main() {
 		workers   int
 		scale     int
 		timeout   time.Duration
+		upstream  bool
 	)
 	flag.StringVar(&workloads, "workloads", "default", "Comma-separated workloads, or default, or all: "+workloadNames()+".")
 	flag.StringVar(&out, "out", "", "Directory to write results.json into (default: print only).")
@@ -77,6 +78,7 @@ func main() {
 	flag.IntVar(&workers, "workers", 32, "Goroutines the harness creates and binds pods with.")
 	flag.IntVar(&scale, "scale-down", 1, "Divide node and pod counts by this, for a quick look.")
 	flag.DurationVar(&timeout, "timeout", 10*time.Minute, "Longest the measured phase of one workload may take.")
+	flag.BoolVar(&upstream, "upstream", false, "Also measure upstream kube-scheduler on the same API server (build it with WANT=kube-scheduler hack/build-control-plane.sh).")
 	// The operator's own logs: errors only, unless asked; none once a
 	// workload's figures are taken and its operator is being stopped.
 	zapOpts := zap.Options{Level: operatorLogLevel}
@@ -90,10 +92,14 @@ func main() {
 	defer stop()
 	selected, err := selectWorkloads(workloads, scale)
 	if err == nil {
-		err = run(ctx, selected, Options{
+		o := Options{
 			QPS: float32(qps), Burst: burst, Workers: workers, Timeout: timeout, Progress: os.Stderr,
 			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
-		}, out, os.Stdout)
+		}
+		if upstream {
+			o.Upstream = "kube-scheduler"
+		}
+		err = run(ctx, selected, o, out, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
@@ -108,6 +114,12 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 			return err
 		}
 		o.AssetsDir = dir
+	}
+	if o.Upstream != "" && !filepath.IsAbs(o.Upstream) {
+		o.Upstream = filepath.Join(o.AssetsDir, o.Upstream)
+		if _, err := os.Stat(o.Upstream); err != nil {
+			return fmt.Errorf("no kube-scheduler in %s: build it with WANT=kube-scheduler hack/build-control-plane.sh", o.AssetsDir)
+		}
 	}
 	report := Results{Time: time.Now().UTC(), Machine: machine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers}
 	for _, w := range workloads {
@@ -141,12 +153,16 @@ func printTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\n%d CPUs (%s), %s, kube-apiserver v%s, client QPS %g burst %d\n\n",
 		m.CPUs, m.CPUModel, m.GoVersion, m.KubernetesVersion, r.QPS, r.Burst)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tnodes\tpods\tpods/s avg\tp50\tp90\tp99\tceiling pods/s\tratio\tattempt p50 ms\tp90 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "workload\tnodes\tpods\tpods/s avg\tp50\tp90\tp99\tceiling pods/s\tratio\tattempt p50 ms\tp90 ms\tp99 ms\tkube-scheduler pods/s\tratio\t")
 	for _, res := range r.Workloads {
 		t, a := res.Throughput, res.AttemptLatency
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+		upstream, upstreamRatio := "-", "-"
+		if res.Upstream != nil {
+			upstream, upstreamRatio = fmt.Sprintf("%.0f", res.Upstream.Average), fmt.Sprintf("%.2f", res.UpstreamRatio)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n",
 			res.Name, res.Nodes, res.Pods, t.Average, t.Perc50, t.Perc90, t.Perc99,
-			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99)
+			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
 	}
 	_ = tw.Flush()
 }

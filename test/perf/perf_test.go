@@ -25,12 +25,13 @@ func TestHarness(t *testing.T) {
 	RunSpecs(t, "benchmark harness smoke suite")
 }
 
+var _ = BeforeSuite(func() {
+	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.Level(operatorLogLevel))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+})
+
 var _ = Describe("The benchmark harness", func() {
-	BeforeEach(func() {
-		logger := zap.New(zap.WriteTo(GinkgoWriter), zap.Level(operatorLogLevel))
-		ctrl.SetLogger(logger)
-		klog.SetLogger(logger)
-	})
 
 	It("measures throughput, the binding ceiling and latency of a basic and an approval workload, and writes them", func() {
 		workloads, err := selectWorkloads("SchedulingBasic/500Nodes,ManualApproval/500Nodes", 50)
@@ -66,5 +67,25 @@ var _ = Describe("The benchmark harness", func() {
 			Expect(res.AttemptLatency.Perc99).To(BeNumerically(">=", res.AttemptLatency.Perc50), res.Name)
 			Expect(res.PodSchedulingLatency.Samples).To(Equal(res.Pods), res.Name)
 		}
+	})
+
+	It("measures upstream kube-scheduler on the same API server when it is built", func() {
+		assets, err := testenv.AssetsDir()
+		Expect(err).NotTo(HaveOccurred())
+		upstream := filepath.Join(assets, "kube-scheduler")
+		if _, err := os.Stat(upstream); err != nil {
+			Skip("kube-scheduler is not built (WANT=kube-scheduler hack/build-control-plane.sh)")
+		}
+		workloads, err := selectWorkloads("NodeAffinity/500Nodes", 50)
+		Expect(err).NotTo(HaveOccurred())
+		var table bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		Expect(run(ctx, workloads, Options{
+			QPS: 5000, Burst: 5000, Workers: 8, Timeout: 2 * time.Minute, Progress: GinkgoWriter, Upstream: upstream,
+			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
+		}, "", &table)).To(Succeed())
+		GinkgoWriter.Println(table.String())
+		Expect(table.String()).To(MatchRegexp(`NodeAffinity/500Nodes\s.*\s\d+\s+\d\.\d\d\s*\n`))
 	})
 })
