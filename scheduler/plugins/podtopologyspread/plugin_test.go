@@ -144,22 +144,7 @@ func TestArgs(t *testing.T) {
 
 func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, st.NewSnapshot(nil, nil), nil)
-	var got []framework.ClusterEvent
-	for _, ext := range fwk.EnqueueExtensions() {
-		if ext.Name() != Name {
-			continue
-		}
-		events, err := ext.EventsToRegister(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events {
-			if e.QueueingHintFn == nil {
-				t.Errorf("event %s has no queueing hint", e.Event.Label())
-			}
-			got = append(got, e.Event)
-		}
-	}
+	got := st.RegisteredEvents(t, fwk, Name)
 	want := []framework.ClusterEvent{
 		{Resource: framework.Pod, ActionType: framework.Add | framework.UpdatePodLabel | framework.UpdatePodToleration | framework.Delete},
 		{Resource: framework.Node, ActionType: framework.Add | framework.Delete | framework.UpdateNodeLabel | framework.UpdateNodeTaint},

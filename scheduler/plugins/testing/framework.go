@@ -213,3 +213,27 @@ func QueueingHint(ctx context.Context, fwk framework.Framework, pluginName strin
 	}
 	return framework.QueueSkip, fmt.Errorf("plugin %q registers no events in this instance", pluginName)
 }
+
+// RegisteredEvents returns the cluster events pluginName registered in the
+// instance, and fails the test if one has no queueing hint: every built-in
+// plugin gives one, as upstream's do.
+func RegisteredEvents(tb gotesting.TB, fwk framework.Framework, pluginName string) []framework.ClusterEvent {
+	tb.Helper()
+	var out []framework.ClusterEvent
+	for _, ext := range fwk.EnqueueExtensions() {
+		if ext.Name() != pluginName {
+			continue
+		}
+		events, err := ext.EventsToRegister(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, e := range events {
+			if e.QueueingHintFn == nil {
+				tb.Errorf("event %s has no queueing hint", e.Event.Label())
+			}
+			out = append(out, e.Event)
+		}
+	}
+	return out
+}
