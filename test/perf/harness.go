@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -79,8 +78,11 @@ type Result struct {
 	// over the whole phase and percentiles of the per-second counts.
 	Throughput Summary `json:"throughput"`
 	// BindingCeiling is the rate at which the harness alone creates
-	// pods/binding for the same number of pods on the same API server.
+	// pods/binding for the same number of pods on the same API server,
+	// measured the same way: pods seen bound by a watch.
 	BindingCeiling Summary `json:"bindingCeiling"`
+	// PerSecond are the pods bound in each whole second of the phase.
+	PerSecond []float64 `json:"perSecond"`
 	// Ratio is Throughput.Average / BindingCeiling.Average.
 	Ratio float64 `json:"ratio"`
 	// AttemptLatency is scheduler_scheduling_attempt_duration_seconds
@@ -159,7 +161,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.bindPods(ctx, initPods); err != nil {
+	if err := h.bindPods(ctx, initPods); err != nil {
 		return nil, err
 	}
 
@@ -168,7 +170,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.BindingCeiling, err = h.bindPods(ctx, ceilingPods); err != nil {
+	if res.BindingCeiling, err = h.measureCeiling(ctx, ceilingPods); err != nil {
 		return nil, err
 	}
 	o.logf("   binding ceiling: %.0f pods/s", res.BindingCeiling.Average)
@@ -265,7 +267,8 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	res.MeasuredSeconds = elapsed.Seconds()
 	res.FirstBindSeconds = bound.first().Sub(t0).Seconds()
-	res.Throughput = summarize(perSecond(<-samples), float64(w.Pods)/elapsed.Seconds())
+	res.PerSecond = perSecond(<-samples)
+	res.Throughput = summarize(res.PerSecond, float64(w.Pods)/elapsed.Seconds())
 	if res.BindingCeiling.Average > 0 {
 		res.Ratio = res.Throughput.Average / res.BindingCeiling.Average
 	}
@@ -324,14 +327,9 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 	return pods, err
 }
 
-// bindPods binds pods round-robin to the nodes from the harness's workers
-// and returns the rate, sampled every second.
-func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) (Summary, error) {
-	var done atomic.Int64
-	finished := make(chan struct{})
-	samples := sampleEverySecond(finished, func() int { return int(done.Load()) })
-	start := time.Now()
-	err := parallel(ctx, len(pods), h.o.Workers, func(ctx context.Context, i int) error {
+// bindPods binds pods round-robin to the nodes from the harness's workers.
+func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) error {
+	return parallel(ctx, len(pods), h.o.Workers, func(ctx context.Context, i int) error {
 		p := pods[i]
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
@@ -340,16 +338,32 @@ func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) (Summary, er
 		if err := h.cs.CoreV1().Pods(p.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("binding %s/%s: %w", p.Namespace, p.Name, err)
 		}
-		done.Add(1)
 		return nil
 	})
-	elapsed := time.Since(start)
-	close(finished)
-	perSec := perSecond(<-samples)
-	if err != nil || len(pods) == 0 {
+}
+
+// measureCeiling binds pods from the harness's workers and measures the
+// rate as the operator's is measured: pods seen bound by a watch.
+func (h *harness) measureCeiling(ctx context.Context, pods []*corev1.Pod) (Summary, error) {
+	bound := &boundCounter{done: make(chan struct{}), total: int64(len(pods))}
+	stopWatch, err := h.watchBound(ctx, ceilingNamespace, bound)
+	if err != nil {
 		return Summary{}, err
 	}
-	return summarize(perSec, float64(len(pods))/elapsed.Seconds()), nil
+	defer stopWatch()
+	t0 := time.Now()
+	samples := sampleEverySecond(bound.done, bound.count)
+	if err := h.bindPods(ctx, pods); err != nil {
+		return Summary{}, err
+	}
+	select {
+	case <-bound.done:
+	case <-time.After(h.o.Timeout):
+		return Summary{}, fmt.Errorf("the watch showed %d of %d pods bound after %v", bound.count(), len(pods), h.o.Timeout)
+	case <-ctx.Done():
+		return Summary{}, ctx.Err()
+	}
+	return summarize(perSecond(<-samples), float64(len(pods))/bound.last().Sub(t0).Seconds()), nil
 }
 
 func (h *harness) startOperator(ctx context.Context) (<-chan struct{}, error) {

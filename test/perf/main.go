@@ -44,10 +44,14 @@ type Results struct {
 	Time    time.Time `json:"time"`
 	Machine Machine   `json:"machine"`
 	// QPS and Burst are the client limits of the operator and the binder.
-	QPS       float32  `json:"kubeAPIQPS"`
-	Burst     int      `json:"kubeAPIBurst"`
-	Workers   int      `json:"harnessWorkers"`
-	Workloads []Result `json:"workloads"`
+	QPS     float32 `json:"kubeAPIQPS"`
+	Burst   int     `json:"kubeAPIBurst"`
+	Workers int     `json:"harnessWorkers"`
+	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
+	// minutes) around the run: on a shared machine, other work shows here.
+	LoadBefore string   `json:"loadAverageBefore,omitempty"`
+	LoadAfter  string   `json:"loadAverageAfter,omitempty"`
+	Workloads  []Result `json:"workloads"`
 }
 
 // Machine says where the figures come from.
@@ -121,7 +125,7 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 			return fmt.Errorf("no kube-scheduler in %s: build it with WANT=kube-scheduler hack/build-control-plane.sh", o.AssetsDir)
 		}
 	}
-	report := Results{Time: time.Now().UTC(), Machine: machine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers}
+	report := Results{Time: time.Now().UTC(), Machine: machine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers, LoadBefore: loadAverage()}
 	for _, w := range workloads {
 		res, err := Run(ctx, o, w)
 		if err != nil {
@@ -129,6 +133,7 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 		}
 		report.Workloads = append(report.Workloads, *res)
 	}
+	report.LoadAfter = loadAverage()
 	printTable(stdout, &report)
 	if outDir == "" {
 		return nil
@@ -150,8 +155,8 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 
 func printTable(w io.Writer, r *Results) {
 	m := r.Machine
-	fmt.Fprintf(w, "\n%d CPUs (%s), %s, kube-apiserver v%s, client QPS %g burst %d\n\n",
-		m.CPUs, m.CPUModel, m.GoVersion, m.KubernetesVersion, r.QPS, r.Burst)
+	fmt.Fprintf(w, "\n%d CPUs (%s), %s, kube-apiserver v%s, client QPS %g burst %d, load average %s before, %s after\n\n",
+		m.CPUs, m.CPUModel, m.GoVersion, m.KubernetesVersion, r.QPS, r.Burst, r.LoadBefore, r.LoadAfter)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tnodes\tpods\tpods/s avg\tp50\tp90\tp99\tceiling pods/s\tratio\tattempt p50 ms\tp90 ms\tp99 ms\tkube-scheduler pods/s\tratio\t")
 	for _, res := range r.Workloads {
@@ -165,6 +170,19 @@ func printTable(w io.Writer, r *Results) {
 			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
 	}
 	_ = tw.Flush()
+}
+
+// loadAverage is the first three fields of /proc/loadavg, if there is one.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machine() Machine {

@@ -86,6 +86,8 @@ var _ = Describe("The benchmark harness", func() {
 			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
 		}, "", &table)).To(Succeed())
 		GinkgoWriter.Println(table.String())
-		Expect(table.String()).To(MatchRegexp(`NodeAffinity/500Nodes\s.*\s\d+\s+\d\.\d\d\s*\n`))
+		// The last two columns: kube-scheduler's pods/s and its ratio to the
+		// ceiling (with 20 pods, the watch may show them bound in a burst).
+		Expect(table.String()).To(MatchRegexp(`NodeAffinity/500Nodes\s.*\s\d+\s+\d+\.\d\d\s*\n`))
 	})
 })

@@ -75,11 +75,11 @@ const (
 // allWorkloads are the workloads the harness knows; defaultWorkloads run
 // when none are named.
 var allWorkloads = []Workload{
-	{Name: "SchedulingBasic/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: defaultProfile},
-	{Name: "SchedulingBasic/5000Nodes", Nodes: 5000, InitPods: 1000, Pods: 1000, Profile: defaultProfile},
-	{Name: "SchedulingBasic/5000Nodes_5000Pods", Nodes: 5000, InitPods: 1000, Pods: 5000, Profile: defaultProfile},
-	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: defaultProfile, Pod: zoneAffinity},
-	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 1000, Profile: mostAllocated},
+	{Name: "SchedulingBasic/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile},
+	{Name: "SchedulingBasic/5000Nodes", Nodes: 5000, InitPods: 1000, Pods: 3000, Profile: defaultProfile},
+	{Name: "SchedulingBasic/5000Nodes_10000Pods", Nodes: 5000, InitPods: 1000, Pods: 10000, Profile: defaultProfile},
+	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Pod: zoneAffinity},
+	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: mostAllocated},
 	{Name: "ManualApproval/500Nodes", Nodes: 500, InitPods: 500, Pods: 500, Profile: manualApproval, Approve: true},
 }
 
