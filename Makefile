@@ -90,7 +90,7 @@ build-local: ## Build profile-scheduler-local and the kubectl plugins into bin/.
 	go build -o $(LOCALBIN)/kubectl-reject ./cmd/kubectl-reject
 
 .PHONY: run-local
-run-local: build-local control-plane ## Everything on this machine: local control plane, simulated nodes, sample profiles, the operator. Ctrl-C stops it all.
+run-local: build-local ## Everything on this machine: local control plane, simulated nodes, sample profiles, the operator. Ctrl-C stops it all.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
 		$(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 
@@ -121,7 +121,7 @@ undeploy: ## Remove what deploy installed (the CRDs too, and with them every Sch
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: control-plane ## Run the scheduling benchmark (default workloads, a few minutes) against a local API server.
+bench: ## Run the scheduling benchmark (default workloads, a few minutes) against a local API server.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
 		go run ./test/perf --out=$(LOCALBIN)/perf $(BENCH_ARGS)
 
