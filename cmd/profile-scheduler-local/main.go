@@ -82,7 +82,8 @@ func main() {
 
 	ctx, stop := signalContext(log)
 	defer stop()
-	if err := run(klog.NewContext(ctx, ctrl.Log), o, os.Stdout); err != nil {
+	// Ctrl-C during start-up is a stop, not a failure.
+	if err := run(klog.NewContext(ctx, ctrl.Log), o, os.Stdout); err != nil && ctx.Err() == nil {
 		log.Error(err, "Local run failed")
 		os.Exit(1)
 	}

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -79,6 +80,16 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		r, err := kubectl.Run("diff", "--server-side", "-k", config("default"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Code).To(BeZero(), "the installed objects differ from config/default:\n%s%s", r.Stdout, r.Stderr)
+	})
+
+	It("sets the image make deploy is given, without touching the checkout", func() {
+		out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "deploy.sh"), "render", "example.com:5000/team/profile-scheduler:v1.2.3").Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(ContainSubstring("image: example.com:5000/team/profile-scheduler:v1.2.3\n"))
+		Expect(string(out)).NotTo(ContainSubstring("image: profile-scheduler:latest"))
+		out, err = exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "deploy.sh"), "render", "example.com/ps@sha256:0123").Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(ContainSubstring("image: example.com/ps@sha256:0123\n"))
 	})
 
 	It("installs a hardened, leader-elected Deployment", func() {
