@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -49,11 +50,17 @@ func NewWaitingPodReconciler(c client.Client, apiReader client.Reader, set *prof
 	return &WaitingPodReconciler{client: c, apiReader: apiReader, profiles: set, recorder: recorder, retention: retention}
 }
 
+// waitingPodWorkers reconcile WaitingPods in parallel: each reconcile reads
+// its pod from the API server, and a burst of decisions must not queue
+// behind one another. The reconciler keeps no state of its own.
+const waitingPodWorkers = 4
+
 // SetupWithManager registers the reconciler.
 func (r *WaitingPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedulingv1alpha1.WaitingPod{}).
 		Named("waitingpod").
+		WithOptions(controller.Options{MaxConcurrentReconciles: waitingPodWorkers}).
 		Complete(r)
 }
 
