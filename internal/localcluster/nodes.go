@@ -103,7 +103,7 @@ func CreateNode(ctx context.Context, cs kubernetes.Interface, n *corev1.Node) er
 
 // CreateNodes creates nodes with CreateNode from workers goroutines.
 func CreateNodes(ctx context.Context, cs kubernetes.Interface, nodes []*corev1.Node, workers int) error {
-	return parallel(ctx, len(nodes), workers, func(ctx context.Context, i int) error {
+	return Parallel(ctx, len(nodes), workers, func(ctx context.Context, i int) error {
 		if err := CreateNode(ctx, cs, nodes[i]); err != nil {
 			return fmt.Errorf("creating node %s: %w", nodes[i].Name, err)
 		}
@@ -111,9 +111,9 @@ func CreateNodes(ctx context.Context, cs kubernetes.Interface, nodes []*corev1.N
 	})
 }
 
-// parallel runs fn for 0..n-1 on workers goroutines and returns the first
+// Parallel runs fn for 0..n-1 on workers goroutines and returns the first
 // error; after an error the remaining items are skipped.
-func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+func Parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	items := make(chan int)

@@ -305,7 +305,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 // workload's pod changes).
 func (h *harness) createPods(ctx context.Context, namespace string, count int, measured bool) ([]*corev1.Pod, error) {
 	pods := make([]*corev1.Pod, count)
-	err := parallel(ctx, count, h.o.Workers, func(ctx context.Context, i int) error {
+	err := localcluster.Parallel(ctx, count, h.o.Workers, func(ctx context.Context, i int) error {
 		schedulerName := unscheduled
 		switch namespace {
 		case measureNamespace:
@@ -329,7 +329,7 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 
 // bindPods binds pods round-robin to the nodes from the harness's workers.
 func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) error {
-	return parallel(ctx, len(pods), h.o.Workers, func(ctx context.Context, i int) error {
+	return localcluster.Parallel(ctx, len(pods), h.o.Workers, func(ctx context.Context, i int) error {
 		p := pods[i]
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
@@ -576,35 +576,6 @@ func sampleEverySecond(done <-chan struct{}, count func() int) <-chan []int {
 		}
 	}()
 	return out
-}
-
-// parallel runs fn for 0..n-1 on workers goroutines and returns the first
-// error; after an error the remaining items are skipped.
-func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	items := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(workers, n)) {
-		wg.Go(func() {
-			for i := range items {
-				if err := fn(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case items <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(items)
-	wg.Wait()
-	return context.Cause(ctx)
 }
 
 // histogramDelta sums the series of the named histogram whose labels
