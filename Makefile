@@ -47,7 +47,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: control-plane
-control-plane: ## Build the test control plane (kube-apiserver, etcd) from the Go module proxy, cached.
+control-plane: ## Build the test control plane (kube-apiserver, etcd, kube-controller-manager) from the Go module proxy, cached.
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: test

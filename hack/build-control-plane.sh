@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test control plane (kube-apiserver and etcd) from the Go module
+# Builds the test control plane (kube-apiserver, etcd and
+# kube-controller-manager, whose PV binder and garbage collector the storage
+# and WaitingPod tests rely on) from the Go module
 # proxy and caches the binaries outside the checkout, so a fresh clone reuses
 # them. Prints the directory that holds the binaries on its last line; that
 # directory is what KUBEBUILDER_ASSETS points at.
@@ -13,7 +15,7 @@ K8S_VERSION=${K8S_VERSION:-1.36.3}
 STAGING_VERSION=v0.${K8S_VERSION#1.}
 CACHE_ROOT=${PROFILE_SCHEDULER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/profile-scheduler}
 DEST=$CACHE_ROOT/control-plane/v$K8S_VERSION
-WANT=${WANT:-kube-apiserver etcd}
+WANT=${WANT:-kube-apiserver etcd kube-controller-manager}
 
 missing=""
 for bin in $WANT; do
@@ -50,6 +52,7 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
 GO
