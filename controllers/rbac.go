@@ -22,3 +22,11 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+//
+// Volume scheduling, as upstream's system:kube-scheduler and
+// system:volume-scheduler roles together: VolumeBinding binds claims to
+// volumes (hence patch and update), the other volume plugins and the
+// queue's storage events only read.
+//
+// +kubebuilder:rbac:groups="",resources=persistentvolumes;persistentvolumeclaims,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch

@@ -4,15 +4,18 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 )
 
 // addEventHandlers connects the pod and node informers to the cache and
-// the queue. Handlers run on the informers' goroutines, never on the loop.
+// the queue, and the storage informers to the queue. Handlers run on the
+// informers' goroutines, never on the loop.
 func (s *Scheduler) addEventHandlers() error {
 	podReg, err := s.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.addPod,
@@ -31,7 +34,72 @@ func (s *Scheduler) addEventHandlers() error {
 		return fmt.Errorf("adding the node event handler: %w", err)
 	}
 	s.handlers = []cache.ResourceEventHandlerRegistration{podReg, nodeReg}
+	for _, ri := range s.storageInformers {
+		reg, err := ri.informer.AddEventHandler(s.clusterEventHandler(ri.resource))
+		if err != nil {
+			return fmt.Errorf("adding the %s event handler: %w", ri.resource, err)
+		}
+		s.handlers = append(s.handlers, reg)
+	}
 	return nil
+}
+
+// resourceInformer is an informer whose changes only matter to the queue:
+// the scheduler keeps no cache of those objects, plugins read them
+// through listers of the same informer.
+type resourceInformer struct {
+	resource framework.EventResource
+	informer cache.SharedIndexInformer
+}
+
+// newStorageInformers asks f for the informers of the objects the volume
+// plugins (VolumeBinding, VolumeZone, NodeVolumeLimits, VolumeRestrictions)
+// read, so that their listers and the queue's events come from one watch.
+//
+// Upstream installs a handler only for the resources and actions that some
+// plugin of its fixed profiles registered. Profiles here come and go at
+// runtime, and a handler added later would first replay the whole store as
+// Adds; so all seven are watched from the start, for every action. The
+// cost is one informer per kind and, per change, a queue lookup that
+// returns at once when no served profile registered the event.
+func newStorageInformers(f informers.SharedInformerFactory) []resourceInformer {
+	core, storage := f.Core().V1(), f.Storage().V1()
+	return []resourceInformer{
+		{framework.PersistentVolume, core.PersistentVolumes().Informer()},
+		{framework.PersistentVolumeClaim, core.PersistentVolumeClaims().Informer()},
+		{framework.StorageClass, storage.StorageClasses().Informer()},
+		{framework.CSINode, storage.CSINodes().Informer()},
+		{framework.CSIDriver, storage.CSIDrivers().Informer()},
+		{framework.CSIStorageCapacity, storage.CSIStorageCapacities().Informer()},
+		{framework.VolumeAttachment, storage.VolumeAttachments().Informer()},
+	}
+}
+
+// clusterEventHandler reports every change of resource to the queue, as
+// upstream does: Add with the new object only, Update with both, Delete
+// with the last known object only. No update is skipped, as upstream
+// skips none for these kinds (with queueing hints, locked on since 1.34,
+// even a StorageClass Add is reported whatever its binding mode): the
+// plugins' hints tell which changes matter. A deletion the watch missed
+// arrives as a tombstone; hints get the object inside it.
+func (s *Scheduler) clusterEventHandler(resource framework.EventResource) cache.ResourceEventHandlerFuncs {
+	add := framework.ClusterEvent{Resource: resource, ActionType: framework.Add}
+	update := framework.ClusterEvent{Resource: resource, ActionType: framework.Update}
+	del := framework.ClusterEvent{Resource: resource, ActionType: framework.Delete}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			s.queue.MoveAllToActiveOrBackoffQueue(s.logger, add, nil, obj, nil)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			s.queue.MoveAllToActiveOrBackoffQueue(s.logger, update, oldObj, newObj, nil)
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			s.queue.MoveAllToActiveOrBackoffQueue(s.logger, del, obj, nil, nil)
+		},
+	}
 }
 
 func assignedPod(pod *v1.Pod) bool { return pod.Spec.NodeName != "" }

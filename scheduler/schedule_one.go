@@ -412,7 +412,13 @@ func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framewor
 	assumedPod := podInfo.Pod
 	fwk.RunReservePluginsUnreserve(context.WithoutCancel(ctx), state, assumedPod, result.SuggestedHost)
 	if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
-		logger.Error(err, "Forgetting the assumed pod after its binding cycle failed")
+		if s.cache.IsAssumedPod(assumedPod) {
+			logger.Error(err, "Forgetting the assumed pod after its binding cycle failed")
+		} else {
+			// Deleted while its binding cycle ran (a PreBind waiting for
+			// volumes, say): the deletion handler already gave its room back.
+			logger.V(4).Info("Assumed pod was already released", "pod", klog.KObj(assumedPod))
+		}
 	} else if st.IsRejected() {
 		// Not the pod itself: it was rejected, so only its plugins' events may requeue it.
 		defer s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, func(p *v1.Pod) bool {

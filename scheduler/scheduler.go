@@ -44,7 +44,9 @@ type Scheduler struct {
 	podLister       listersv1.PodLister
 	podInformer     cache.SharedIndexInformer
 	nodeInformer    cache.SharedIndexInformer
-	handlers        []cache.ResourceEventHandlerRegistration
+	// storageInformers only feed the queue (and the plugins' listers).
+	storageInformers []resourceInformer
+	handlers         []cache.ResourceEventHandlerRegistration
 
 	profiles    *profiles.Set
 	cache       *internalcache.Cache
@@ -187,6 +189,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
 	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
+	s.storageInformers = newStorageInformers(s.informerFactory)
 
 	s.queue = queue.New(
 		queue.WithPodLister(s.podLister),
@@ -324,7 +327,8 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 }
 
 // Start runs the scheduling loop until ctx ends: it starts the informers,
-// waits for nodes and pods to be known, then schedules one pod after
+// waits for them and their handlers to have seen every existing object
+// (nodes, pods, storage objects), then schedules one pod after
 // another. On return the bindings in flight have finished; pods waiting at
 // Permit were released back to the queue.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -344,6 +348,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	defer s.broadcaster.Shutdown()
 	s.informerFactory.Start(ctx.Done())
 	synced := []cache.InformerSynced{s.podInformer.HasSynced, s.nodeInformer.HasSynced}
+	for _, ri := range s.storageInformers {
+		synced = append(synced, ri.informer.HasSynced)
+	}
 	for _, h := range s.handlers {
 		synced = append(synced, h.HasSynced)
 	}

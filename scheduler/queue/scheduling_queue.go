@@ -820,7 +820,11 @@ func (p *PriorityQueue) movePodsToActiveOrBackoffQueue(logger klog.Logger, pods 
 		}
 		strategy := p.isPodWorthRequeuing(logger, pInfo, event, oldObj, newObj)
 		if strategy == queueSkip {
-			logger.V(5).Info("Event is not making pod schedulable", "pod", klog.KObj(pInfo.Pod), "event", event.Label())
+			// Guarded: this runs for every unschedulable pod on every event,
+			// and the arguments allocate even when V(5) is off.
+			if v := logger.V(5); v.Enabled() {
+				v.Info("Event is not making pod schedulable", "pod", klog.KObj(pInfo.Pod), "event", event.Label())
+			}
 			continue
 		}
 		p.deleteUnschedulable(pInfo.Pod.UID)
