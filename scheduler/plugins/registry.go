@@ -26,11 +26,15 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodevolumelimits"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/tainttoleration"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/unsupportedfeatures"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumebinding"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumerestrictions"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumezone"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -77,10 +81,10 @@ var inTree = []plugin{
 	{name: nodeaffinity.Name, factory: nodeaffinity.New, args: validate(nodeaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},
 	{name: noderesources.Name, factory: noderesources.New, args: validate(noderesources.ValidateFitArgs), def: upstreamDefault, weight: 1},
-	{name: "VolumeRestrictions", def: upstreamDefault},
-	{name: "NodeVolumeLimits", def: upstreamDefault},
-	{name: "VolumeBinding", def: upstreamDefault},
-	{name: "VolumeZone", def: upstreamDefault},
+	{name: volumerestrictions.Name, factory: volumerestrictions.New, def: upstreamDefault},
+	{name: nodevolumelimits.Name, factory: nodevolumelimits.New, def: upstreamDefault},
+	{name: volumebinding.Name, factory: volumebinding.New, args: validate(volumebinding.ValidateArgs), def: upstreamDefault},
+	{name: volumezone.Name, factory: volumezone.New, def: upstreamDefault},
 	{name: podtopologyspread.Name, factory: podtopologyspread.New, args: validate(podtopologyspread.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: interpodaffinity.Name, factory: interpodaffinity.New, args: validate(interpodaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: "DynamicResources", def: upstreamDefault, weight: 2},

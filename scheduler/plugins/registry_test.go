@@ -28,6 +28,10 @@ func TestDefaultPlugins(t *testing.T) {
 		{Name: "NodeAffinity", Weight: ptr.To[int32](2)},
 		{Name: "NodePorts"},
 		{Name: "NodeResourcesFit", Weight: ptr.To[int32](1)},
+		{Name: "VolumeRestrictions"},
+		{Name: "NodeVolumeLimits"},
+		{Name: "VolumeBinding"},
+		{Name: "VolumeZone"},
 		{Name: "PodTopologySpread", Weight: ptr.To[int32](2)},
 		{Name: "InterPodAffinity", Weight: ptr.To[int32](2)},
 		{Name: "DefaultPreemption"},
@@ -38,7 +42,7 @@ func TestDefaultPlugins(t *testing.T) {
 	if diff := cmp.Diff(want, plugins.DefaultPlugins()); diff != "" {
 		t.Errorf("DefaultPlugins (-want +got):\n%s", diff)
 	}
-	wantOmitted := []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
+	wantOmitted := []string{"DynamicResources", "NodeDeclaredFeatures"}
 	if diff := cmp.Diff(wantOmitted, plugins.OmittedDefaultPlugins()); diff != "" {
 		t.Errorf("OmittedDefaultPlugins (-want +got):\n%s", diff)
 	}
@@ -68,9 +72,9 @@ func TestOmittedDefaultPluginsFor(t *testing.T) {
 		{
 			name: "disabled at multiPoint",
 			profile: &configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{
-				Disabled: []configv1.Plugin{{Name: "VolumeBinding"}, {Name: "DefaultPreemption"}},
+				Disabled: []configv1.Plugin{{Name: "DynamicResources"}, {Name: "DefaultPreemption"}},
 			}}},
-			want: slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "VolumeBinding" || s == "DefaultPreemption" }),
+			want: slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "DynamicResources" || s == "DefaultPreemption" }),
 		},
 		{
 			name: "all defaults disabled",
@@ -112,25 +116,28 @@ func TestDefaultProfile(t *testing.T) {
 	want := map[string][]string{
 		"PreEnqueue": {"SchedulingGates", "DefaultPreemption"},
 		"QueueSort":  {"PrioritySort"},
-		"PreFilter":  {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"},
+		"PreFilter": {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"},
 		"Filter": {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"PodTopologySpread", "InterPodAffinity"},
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"},
 		"PostFilter": {"DefaultPreemption"},
-		"PreScore": {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+		"PreScore": {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
 			"NodeResourcesBalancedAllocation", "ImageLocality"},
-		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)", "PodTopologySpread(2)", "InterPodAffinity(2)",
+		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)", "VolumeBinding(1)", "PodTopologySpread(2)", "InterPodAffinity(2)",
 			"NodeResourcesBalancedAllocation(1)", "ImageLocality(1)"},
-		"Bind": {"DefaultBinder"},
+		"Reserve": {"VolumeBinding"},
+		"PreBind": {"VolumeBinding"},
+		"Bind":    {"DefaultBinder"},
 	}
 	gotMap := map[string][]string{
 		"PreEnqueue": names(got.PreEnqueue), "QueueSort": names(got.QueueSort), "PreFilter": names(got.PreFilter),
 		"Filter": names(got.Filter), "PostFilter": names(got.PostFilter), "PreScore": names(got.PreScore),
-		"Score": names(got.Score), "Bind": names(got.Bind),
+		"Score": names(got.Score), "Reserve": names(got.Reserve), "PreBind": names(got.PreBind), "Bind": names(got.Bind),
 	}
 	if diff := cmp.Diff(want, gotMap); diff != "" {
 		t.Errorf("resolved default profile (-want +got):\n%s", diff)
 	}
-	for _, empty := range []configv1.PluginSet{got.Reserve, got.Permit, got.PreBind, got.PostBind} {
+	for _, empty := range []configv1.PluginSet{got.Permit, got.PostBind} {
 		if len(empty.Enabled) != 0 {
 			t.Errorf("unexpected plugins %v", names(empty))
 		}
@@ -177,8 +184,8 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 	t.Run("features without a plugin are refused", func(t *testing.T) {
 		snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
 		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
-		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").PVC("data").Obj())
-		want := "0/1 nodes are available: pod uses persistentVolumeClaim volumes, which need the VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone plugins: not available in profile-scheduler yet."
+		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").ResourceClaim("gpu", "gpu-template").Obj())
+		want := "0/1 nodes are available: pod uses resource claims, which need the DynamicResources plugin: not available in profile-scheduler yet."
 		if diff := cmp.Diff(want, got.Message); diff != "" {
 			t.Errorf("message (-want +got):\n%s", diff)
 		}
@@ -270,7 +277,7 @@ func TestPastedUpstreamProfiles(t *testing.T) {
 	}{
 		{
 			profile:    &profiles[0],
-			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)", "PodTopologySpread(2)", "InterPodAffinity(2)"},
+			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)", "VolumeBinding(1)", "PodTopologySpread(2)", "InterPodAffinity(2)"},
 			wantFilter: map[string]*framework.Status{"busy": nil, "empty": nil, "web": enforced},
 			// MostAllocated with memory weighted 3: busy (75 + 25×3)/4 = 37,
 			// empty (25 + 12×3)/4 = 15; ×5, plus TaintToleration 100 ×3.
