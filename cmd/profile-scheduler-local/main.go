@@ -1,9 +1,11 @@
 // Command profile-scheduler-local runs the whole product on this machine in
 // the foreground: a throw-away kube-apiserver and etcd on loopback, the CRDs,
 // the approver ClusterRole and the admission policy, simulated nodes across
-// three zones with a simulated kubelet, the sample profiles, and the
-// operator itself, in this process. It writes an administrator's kubeconfig
-// and prints the kubectl commands to try. Ctrl-C stops everything it started.
+// three zones with a simulated kubelet, kube-controller-manager's volume
+// controllers with a simulated local-volume provisioner and the `local`
+// StorageClass it serves, the sample profiles, and the operator itself, in
+// this process. It writes an administrator's kubeconfig and prints the
+// kubectl commands to try. Ctrl-C stops everything it started.
 //
 // `make run-local` builds and runs it from the root of the checkout.
 package main
@@ -47,6 +49,7 @@ type options struct {
 	pluginDir   string
 	nodes       int
 	kubelet     bool
+	storage     bool
 	samples     bool
 	metricsAddr string
 	probeAddr   string
@@ -59,10 +62,11 @@ func main() {
 	var o options
 	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory the kubeconfig is written to (as DIR/kubeconfig); it is removed on exit.")
 	flag.StringVar(&o.configDir, "config-dir", "config", "The checkout's config directory: CRDs, policy, approver role and samples are read from it.")
-	flag.StringVar(&o.assets, "control-plane", os.Getenv("KUBEBUILDER_ASSETS"), "Directory holding the kube-apiserver and etcd binaries (default $KUBEBUILDER_ASSETS; make run-local sets it).")
+	flag.StringVar(&o.assets, "control-plane", os.Getenv("KUBEBUILDER_ASSETS"), "Directory holding the kube-apiserver, etcd and kube-controller-manager binaries (default $KUBEBUILDER_ASSETS; make run-local sets it).")
 	flag.StringVar(&o.pluginDir, "plugin-dir", "", "Directory holding kubectl-approve and kubectl-reject, for the PATH printed (default: this binary's directory).")
 	flag.IntVar(&o.nodes, "nodes", 6, "Number of simulated nodes, spread over three zones.")
 	flag.BoolVar(&o.kubelet, "kubelet", true, "Simulate kubelets: bound pods turn Running and deleted pods go away at once.")
+	flag.BoolVar(&o.storage, "storage", true, "Run kube-controller-manager's volume controllers and a simulated local-volume provisioner, with the StorageClass of config/samples/storage: claims of pods get volumes on the pod's node.")
 	flag.BoolVar(&o.samples, "samples", true, "Apply the sample SchedulingProfiles of config/samples.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Loopback address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Loopback address of the health probes; 0 disables them.")
@@ -100,7 +104,7 @@ func signalContext(log interface{ Info(string, ...any) }) (context.Context, func
 		first := true
 		for sig := range ch {
 			if first {
-				log.Info("Stopping: operator, then kube-apiserver and etcd", "signal", sig.String())
+				log.Info("Stopping: operator, then the control plane", "signal", sig.String())
 				cancel()
 				first = false
 				continue
@@ -127,16 +131,17 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 
-	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion)
+	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion, "kube-controller-manager", o.storage)
 	cluster, err := localcluster.Start(localcluster.Options{
-		AssetsDir: o.assets,
-		CRDDir:    filepath.Join(o.configDir, "crd", "bases"),
+		AssetsDir:         o.assets,
+		CRDDir:            filepath.Join(o.configDir, "crd", "bases"),
+		ControllerManager: o.storage,
 	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		log.Info("Stopping kube-apiserver and etcd")
+		log.Info("Stopping the control plane")
 		if err := cluster.Stop(); err != nil {
 			log.Error(err, "Stopping the control plane")
 		}
@@ -184,6 +189,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		factory.Start(runCtx.Done())
 		background = append(background, goDone(func() { kubelet.Run(runCtx); factory.Shutdown() }))
+	}
+	if o.storage {
+		if err := applier.ApplyFiles(ctx, filepath.Join(o.configDir, "samples", "storage")); err != nil {
+			return err
+		}
+		factory := informers.NewSharedInformerFactory(cluster.Clientset, 0)
+		provisioner, err := localcluster.NewSimulatedProvisioner(cluster.Clientset, factory)
+		if err != nil {
+			return err
+		}
+		factory.Start(runCtx.Done())
+		background = append(background, goDone(func() { provisioner.Run(runCtx); factory.Shutdown() }))
+		log.Info("Started kube-controller-manager's volume controllers and the simulated local-volume provisioner", "provisioner", localcluster.SimulatedProvisionerName)
 	}
 
 	mgr, err := newManager(runCtx, cluster.Config, o)
@@ -293,7 +311,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 	}
 	b.WriteString(".\n\nIn another terminal, from the root of the checkout:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s%s\n", kubeconfig, path)
-	for _, cmd := range []string{
+	cmds := []string{
 		"kubectl get nodes -L topology.kubernetes.io/zone",
 		"kubectl get schedulingprofiles",
 		"kubectl apply -f config/samples/pods/web.yaml",
@@ -301,7 +319,11 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		"kubectl apply -f config/samples/pods/train.yaml",
 		"kubectl get waitingpods",
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
-	} {
+	}
+	if o.storage {
+		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")
+	}
+	for _, cmd := range cmds {
 		fmt.Fprintf(&b, "  %s\n", cmd)
 	}
 	b.WriteString("\nThe README's \"Try it\" section walks through a whole session.\n")

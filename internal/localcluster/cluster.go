@@ -1,7 +1,9 @@
 // Package localcluster runs a throw-away Kubernetes control plane on
-// loopback (kube-apiserver and etcd, the binaries the tests build) and fills
-// it with simulated parts: Nodes that report capacity and Ready, and an
-// optional simulated kubelet that marks bound pods Running. The local run
+// loopback (kube-apiserver, etcd and optionally kube-controller-manager's
+// volume controllers, the binaries the tests build) and fills it with
+// simulated parts: Nodes that report capacity and Ready, an optional
+// simulated kubelet that marks bound pods Running, and an optional
+// simulated local-volume provisioner. The local run
 // (cmd/profile-scheduler-local), the end-to-end suite and the performance
 // harness all start their clusters through it.
 package localcluster
@@ -9,6 +11,7 @@ package localcluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,12 +54,22 @@ type Options struct {
 	APIServerArgs map[string][]string
 	// Output, when set, receives the control plane's own logs.
 	Output bool
+	// ControllerManager starts kube-controller-manager (from the same
+	// directory) with ControllerManagerControllers, so claims get bound.
+	ControllerManager bool
+	// ControllerManagerOutput receives kube-controller-manager's logs;
+	// nil discards them.
+	ControllerManagerOutput io.Writer
 }
 
 // Cluster is a running control plane. Stop it when done: it runs
-// kube-apiserver and etcd as child processes.
+// kube-apiserver, etcd and kube-controller-manager as child processes.
 type Cluster struct {
 	env *envtest.Environment
+	// kcm is kube-controller-manager, when started; kcmDir holds its
+	// kubeconfig.
+	kcm    *ControllerManager
+	kcmDir string
 	// Config is an administrator's client configuration.
 	Config *rest.Config
 	// Clientset talks to the API server as Config.
@@ -73,7 +86,11 @@ func Start(o Options) (*Cluster, error) {
 	if dir == "" {
 		return nil, errors.New("no control plane binaries: set KUBEBUILDER_ASSETS to the directory that hack/build-control-plane.sh prints (make control-plane builds it)")
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
+	bins := []string{"kube-apiserver", "etcd"}
+	if o.ControllerManager {
+		bins = append(bins, "kube-controller-manager")
+	}
+	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return nil, fmt.Errorf("control plane binary %s not found in %s: run make control-plane", bin, dir)
 		}
@@ -107,11 +124,47 @@ func Start(o Options) (*Cluster, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Cluster{env: env, Config: cfg, Clientset: cs}, nil
+	c := &Cluster{env: env, Config: cfg, Clientset: cs}
+	if o.ControllerManager {
+		if err := c.startControllerManager(dir, o.ControllerManagerOutput); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-// Stop stops kube-apiserver and etcd and removes their data.
-func (c *Cluster) Stop() error { return c.env.Stop() }
+// startControllerManager starts kube-controller-manager as a member of
+// system:masters, with a kubeconfig of its own in a private directory.
+func (c *Cluster) startControllerManager(assetsDir string, out io.Writer) error {
+	_, data, err := c.AddUser("kube-controller-manager", "system:masters")
+	if err != nil {
+		return err
+	}
+	if c.kcmDir, err = os.MkdirTemp("", "kube-controller-manager-"); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.kcmDir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		return err
+	}
+	c.kcm, err = StartControllerManager(assetsDir, kubeconfig, out)
+	return err
+}
+
+// Stop stops kube-controller-manager if it runs, then kube-apiserver and
+// etcd, and removes their data.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.kcm != nil {
+		errs = append(errs, c.kcm.Stop())
+	}
+	if c.kcmDir != "" {
+		errs = append(errs, os.RemoveAll(c.kcmDir))
+	}
+	errs = append(errs, c.env.Stop())
+	return errors.Join(errs...)
+}
 
 // Host is the API server's URL.
 func (c *Cluster) Host() string { return strings.TrimSuffix(c.Config.Host, "/") }

@@ -93,8 +93,36 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring("capacity reviewed"))
 		Expect(out).To(ContainSubstring("Successfully assigned default/train-0"))
 	}},
-	{"kubectl delete pods --all", contains(`pod "train-0" deleted`)},
+	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
+		Expect(out).To(ContainSubstring("persistentvolumeclaim/data-database-0 created"))
+		Expect(out).To(ContainSubstring("pod/database-0 created"))
+	}},
+	{"kubectl wait --for=condition=Ready pod/database-0", contains("condition met")},
+	{"kubectl get pod database-0 -o wide", func(out string) {
+		nodes := nodesOf(out)
+		Expect(nodes).To(HaveLen(1), out)
+		for node := range nodes {
+			databaseNode = node
+		}
+	}},
+	{"kubectl get pvc,pv", func(out string) {
+		Expect(out).To(MatchRegexp(`(?m)^persistentvolumeclaim/data-database-0\s+Bound\s+pvc-[0-9a-f-]+\s+1Gi\s+RWO\s+local\s`))
+		Expect(out).To(MatchRegexp(`(?m)^persistentvolume/pvc-[0-9a-f-]+\s+1Gi\s+RWO\s+Delete\s+Bound\s+default/data-database-0\s+local\s`))
+	}},
+	{"kubectl get pv -o custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name,NODE:.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]", func(out string) {
+		Expect(databaseNode).NotTo(BeEmpty())
+		Expect(out).To(MatchRegexp(`(?m)^pvc-[0-9a-f-]+\s+data-database-0\s+%s\s*$`, regexp.QuoteMeta(databaseNode)),
+			"the volume is on the pod's node")
+	}},
+	{"kubectl delete pods --all", func(out string) {
+		Expect(out).To(ContainSubstring(`pod "train-0" deleted`))
+		Expect(out).To(ContainSubstring(`pod "database-0" deleted`))
+	}},
+	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},
 }
+
+// databaseNode is the node of pod database-0, which its volume must be on.
+var databaseNode string
 
 // readmeCommands returns the commands of the README's "Try it" section:
 // the lines of its sh code blocks, without blank lines and comments.

@@ -1,6 +1,7 @@
 // Package testenv starts the real control plane (kube-apiserver and etcd, built
 // by hack/build-control-plane.sh) with the project's CRDs installed, for the
-// integration suites under test/.
+// integration suites under test/, and, for the suites that need claims
+// bound, kube-controller-manager's volume controllers beside it.
 package testenv
 
 import (
