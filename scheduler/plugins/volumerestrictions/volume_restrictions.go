@@ -21,6 +21,7 @@ package volumerestrictions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -79,10 +80,10 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 
 func (*volumeRestrictions) Name() string { return Name }
 
-// preFilterState is what Filter needs, computed once per cycle.
+// preFilterState is what Filter needs for the ReadWriteOncePod rule,
+// computed once per cycle. The disk rules read the pod itself, so that they
+// give their verdict even when PreFilter did not run, as upstream's do.
 type preFilterState struct {
-	// diskVolumes are the pod's volumes subject to the disk conflict rules.
-	diskVolumes []*v1.Volume
 	// rwopClaims are the names of the pod's ReadWriteOncePod claims.
 	rwopClaims sets.Set[string]
 	// conflictingRefs counts references to rwopClaims by scheduled pods,
@@ -91,7 +92,7 @@ type preFilterState struct {
 }
 
 // Clone copies the count, which AddPod/RemovePod change per clone; the
-// volumes and claim names are read-only and shared.
+// claim names are read-only and shared.
 func (s *preFilterState) Clone() framework.StateData {
 	c := *s
 	return &c
@@ -113,10 +114,11 @@ func (s *preFilterState) refsOf(pod *v1.Pod) int {
 // use skips Filter. A missing claim cannot be fixed by any node choice,
 // hence UnschedulableAndUnresolvable until it is created.
 func (pl *volumeRestrictions) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
-	var diskVolumes []*v1.Volume
+	hasDisk := false
 	for i := range pod.Spec.Volumes {
 		if hasDiskRestrictions(&pod.Spec.Volumes[i]) {
-			diskVolumes = append(diskVolumes, &pod.Spec.Volumes[i])
+			hasDisk = true
+			break
 		}
 	}
 	claims, err := pl.readWriteOncePodClaims(pod)
@@ -136,10 +138,10 @@ func (pl *volumeRestrictions) PreFilter(_ context.Context, state *framework.Cycl
 			}
 		}
 	}
-	if len(diskVolumes) == 0 && refs == 0 {
+	if !hasDisk && refs == 0 {
 		return nil, framework.NewStatus(framework.Skip)
 	}
-	state.Write(preFilterStateKey, &preFilterState{diskVolumes: diskVolumes, rwopClaims: claims, conflictingRefs: refs})
+	state.Write(preFilterStateKey, &preFilterState{rwopClaims: claims, conflictingRefs: refs})
 	return nil, nil
 }
 
@@ -169,7 +171,7 @@ func (pl *volumeRestrictions) PreFilterExtensions() framework.PreFilterExtension
 
 // AddPod counts a pod that would run (a nominated pod) as a claim user.
 func (*volumeRestrictions) AddPod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podInfoToAdd *framework.PodInfo, _ *framework.NodeInfo) *framework.Status {
-	s, err := framework.ReadAs[*preFilterState](state, preFilterStateKey)
+	s, err := readState(state)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
@@ -180,7 +182,7 @@ func (*volumeRestrictions) AddPod(_ context.Context, state *framework.CycleState
 // RemovePod stops counting a pod that would be evicted, which is how
 // preemption frees a ReadWriteOncePod claim.
 func (*volumeRestrictions) RemovePod(_ context.Context, state *framework.CycleState, _ *v1.Pod, podInfoToRemove *framework.PodInfo, _ *framework.NodeInfo) *framework.Status {
-	s, err := framework.ReadAs[*preFilterState](state, preFilterStateKey)
+	s, err := readState(state)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
@@ -188,15 +190,26 @@ func (*volumeRestrictions) RemovePod(_ context.Context, state *framework.CycleSt
 	return nil
 }
 
+// readState returns the cycle's preFilterState, with upstream's message
+// when PreFilter did not write one.
+func readState(state *framework.CycleState) (*preFilterState, error) {
+	s, err := framework.ReadAs[*preFilterState](state, preFilterStateKey)
+	if errors.Is(err, framework.ErrNotFound) {
+		return nil, fmt.Errorf("cannot read %q from cycleState", preFilterStateKey)
+	}
+	return s, err
+}
+
 // Filter rejects a node where one of the pod's disks is already in use
 // incompatibly, then any node while a ReadWriteOncePod claim of the pod is
-// in use. Both can be cured by evicting the other user.
+// in use. Both can be cured by evicting the other user. As upstream, the
+// disk rules come first and do not need PreFilter's state.
 func (*volumeRestrictions) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
-	s, err := framework.ReadAs[*preFilterState](state, preFilterStateKey)
-	if err != nil {
-		return framework.AsStatus(err)
-	}
-	for _, v := range s.diskVolumes {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if !hasDiskRestrictions(v) {
+			continue
+		}
 		for _, existing := range nodeInfo.Pods {
 			if conflictsWith(v, existing.Pod) {
 				if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
@@ -205,6 +218,10 @@ func (*volumeRestrictions) Filter(ctx context.Context, state *framework.CycleSta
 				return framework.NewStatus(framework.Unschedulable, diskConflictReasons...)
 			}
 		}
+	}
+	s, err := readState(state)
+	if err != nil {
+		return framework.AsStatus(err)
 	}
 	if s.conflictingRefs > 0 {
 		return framework.NewStatus(framework.Unschedulable, rwopConflictReasons...)

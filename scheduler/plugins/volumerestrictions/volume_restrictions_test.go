@@ -390,6 +390,53 @@ func TestAddNominatedUser(t *testing.T) {
 	}
 }
 
+// TestFilterWithoutPreFilter checks Filter and AddPod called without
+// PreFilter, as upstream answers them: the disk rules still give their
+// verdict (they only read the pod), the rest is an error naming the
+// missing state.
+func TestFilterWithoutPreFilter(t *testing.T) {
+	fwk := newFramework(t, st.NewSnapshot(nil, nil), claims)
+	pl, err := New(t.Context(), nil, fwk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Errors are compared by code and message: an error value is never equal to another.
+	type verdict struct {
+		Code    framework.Code
+		Message string
+	}
+	verdictOf := func(s *framework.Status) verdict { return verdict{s.Code(), s.Message()} }
+	noState := verdict{framework.Error, `cannot read "PreFilterVolumeRestrictions" from cycleState`}
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		existing []v1.Volume
+		want     verdict
+	}{
+		{name: "disk in use", pod: podWith("p", gcePD("pd", false)).Obj(), existing: []v1.Volume{gcePD("pd", false)}, want: verdict{framework.Unschedulable, ErrReasonDiskConflict}},
+		{name: "disk free", pod: podWith("p", gcePD("pd", false)).Obj(), existing: []v1.Volume{gcePD("other", false)}, want: noState},
+		{name: "claim only", pod: st.MakePod().Name("p").PVC("rwop-1").Obj(), want: noState},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ni := framework.NewNodeInfo(podWith("existing", tt.existing...).Node("n").Obj())
+			ni.SetNode(st.MakeNode().Name("n").Obj())
+			got := pl.(framework.FilterPlugin).Filter(t.Context(), framework.NewCycleState(), tt.pod, ni)
+			if diff := cmp.Diff(tt.want, verdictOf(got)); diff != "" {
+				t.Errorf("Filter (-want +got):\n%s", diff)
+			}
+		})
+	}
+	pi, err := framework.NewPodInfo(st.MakePod().Name("nominated").PVC("rwop-1").Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pl.(framework.PreFilterPlugin).PreFilterExtensions().AddPod(t.Context(), framework.NewCycleState(), st.MakePod().Name("p").Obj(), pi, framework.NewNodeInfo())
+	if diff := cmp.Diff(noState, verdictOf(got)); diff != "" {
+		t.Errorf("AddPod (-want +got):\n%s", diff)
+	}
+}
+
 func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, nil, nil)
 	var got []framework.ClusterEvent
