@@ -38,6 +38,15 @@ func (w *PVWrapper) Annotation(k, v string) *PVWrapper {
 	return w
 }
 
+// Label sets a label.
+func (w *PVWrapper) Label(k, v string) *PVWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[k] = v
+	return w
+}
+
 // Capacity sets spec.capacity[storage].
 func (w *PVWrapper) Capacity(q string) *PVWrapper {
 	w.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse(q)}
@@ -133,6 +142,12 @@ func (w *PVCWrapper) StorageClass(name string) *PVCWrapper {
 // Request sets spec.resources.requests[storage].
 func (w *PVCWrapper) Request(q string) *PVCWrapper {
 	w.Spec.Resources.Requests = v1.ResourceList{v1.ResourceStorage: resource.MustParse(q)}
+	return w
+}
+
+// Selector sets spec.selector to match PVs labelled key=value.
+func (w *PVCWrapper) Selector(key, value string) *PVCWrapper {
+	w.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
 	return w
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -425,12 +426,12 @@ func anyMatches(selectors []labels.Selector, set labels.Set) bool {
 // claims first so that they do not take the PVs larger claims need.
 func (b *binder) findMatchingVolumes(logger klog.Logger, pod *v1.Pod, claims []*v1.PersistentVolumeClaim, candidates map[string][]candidatePV, node *v1.Node) (bool, []*bindingInfo, []*v1.PersistentVolumeClaim, error) {
 	// Sort a copy: claims belongs to the cycle state shared by the
-	// parallel Filter calls.
-	sorted := slices.Clone(claims)
-	slices.SortStableFunc(sorted, func(a, c *v1.PersistentVolumeClaim) int {
-		qa, qc := a.Spec.Resources.Requests[v1.ResourceStorage], c.Spec.Resources.Requests[v1.ResourceStorage]
-		return qa.Cmp(qc)
-	})
+	// parallel Filter calls. The sort must be sort.Sort's (not stable):
+	// upstream uses it, and from 13 claims on it orders claims of equal
+	// size differently from a stable sort, which changes which claim gets
+	// a PV that several would accept.
+	sorted := bySize(slices.Clone(claims))
+	sort.Sort(sorted)
 	chosen := map[string]*v1.PersistentVolume{}
 	found := true
 	var bindings []*bindingInfo
@@ -458,6 +459,16 @@ func (b *binder) findMatchingVolumes(logger klog.Logger, pod *v1.Pod, claims []*
 		bindings = append(bindings, &bindingInfo{pvc: pvc, pv: pv})
 	}
 	return found, bindings, unmatched, nil
+}
+
+// bySize orders claims by requested storage, smallest first.
+type bySize []*v1.PersistentVolumeClaim
+
+func (s bySize) Len() int      { return len(s) }
+func (s bySize) Swap(i, j int) { s[i], s[j] = s[j], s[i] }
+func (s bySize) Less(i, j int) bool {
+	qi, qj := s[i].Spec.Resources.Requests[v1.ResourceStorage], s[j].Spec.Resources.Requests[v1.ResourceStorage]
+	return qi.Cmp(qj) < 0
 }
 
 // checkVolumeProvisions checks that each claim's class can provision a
@@ -685,11 +696,12 @@ func (b *binder) bind(ctx context.Context, pod *v1.Pod, nodeName string, pv *pod
 		// assume sets both; nil means Reserve did not run for this node.
 		return fmt.Errorf("failed to get cached bindings for pod %q", pod.Namespace+"/"+pod.Name)
 	}
-	if err := b.writeBindings(ctx, pod, pv); err != nil {
+	claims, err := b.writeBindings(ctx, pod, pv)
+	if err != nil {
 		return err
 	}
-	err := wait.PollUntilContextTimeout(ctx, b.pollInterval, b.bindTimeout, false, func(context.Context) (bool, error) {
-		return b.bindingsDone(logger, pod, nodeName, pv)
+	err = wait.PollUntilContextTimeout(ctx, b.pollInterval, b.bindTimeout, false, func(context.Context) (bool, error) {
+		return b.bindingsDone(logger, pod, nodeName, pv.staticBindings, claims)
 	})
 	if err != nil {
 		return fmt.Errorf("binding volumes: %w", err)
@@ -699,8 +711,15 @@ func (b *binder) bind(ctx context.Context, pod *v1.Pod, nodeName string, pv *pod
 
 // writeBindings updates the PVs and claims through the API. Whatever was
 // not written is un-assumed; written objects stay assumed until the
-// informer brings their new version.
-func (b *binder) writeBindings(ctx context.Context, pod *v1.Pod, pv *podVolumes) (err error) {
+// informer brings their new version. It returns the claims as the API
+// server returned them.
+//
+// The written PVs replace the assumed ones in pv.staticBindings, but
+// pv.dynamicProvisions keeps the assumed claims, as upstream does: an
+// Unreserve after a failed PreBind then drops the claims' assumptions
+// (selected node) even before the informer has seen the writes, while
+// the PVs' stay until the informer supersedes them.
+func (b *binder) writeBindings(ctx context.Context, pod *v1.Pod, pv *podVolumes) (_ []*v1.PersistentVolumeClaim, err error) {
 	logger := klog.FromContext(ctx)
 	doneBindings, doneProvisions := 0, 0
 	defer func() {
@@ -711,22 +730,23 @@ func (b *binder) writeBindings(ctx context.Context, pod *v1.Pod, pv *podVolumes)
 		newPV, err := b.client.CoreV1().PersistentVolumes().Update(ctx, bi.pv, metav1.UpdateOptions{})
 		if err != nil {
 			logger.V(4).Info("Binding PersistentVolume to claim failed", "pod", klog.KObj(pod), "pv", klog.KObj(bi.pv), "pvc", klog.KObj(bi.pvc), "err", err)
-			return err
+			return nil, err
 		}
 		logger.V(2).Info("Bound PersistentVolume to claim, waiting for the PV controller", "pod", klog.KObj(pod), "pv", klog.KObj(bi.pv), "pvc", klog.KObj(bi.pvc))
 		bi.pv = newPV
 		doneBindings++
 	}
+	written := make([]*v1.PersistentVolumeClaim, 0, len(pv.dynamicProvisions))
 	for _, dp := range pv.dynamicProvisions {
 		newClaim, err := b.client.CoreV1().PersistentVolumeClaims(dp.pvc.Namespace).Update(ctx, dp.pvc, metav1.UpdateOptions{})
 		if err != nil {
 			logger.V(4).Info("Selecting the node of a claim failed", "pvc", klog.KObj(dp.pvc), "err", err)
-			return err
+			return nil, err
 		}
-		dp.pvc = newClaim
+		written = append(written, newClaim)
 		doneProvisions++
 	}
-	return nil
+	return written, nil
 }
 
 // newerThan reports whether a's resourceVersion is above b's; versions
@@ -740,7 +760,7 @@ func newerThan(a, b metav1.Object) bool {
 // bindingsDone checks the informers: false while the PV controller is
 // still working, an error once a binding can no longer complete (which
 // makes the pod retry from scratch).
-func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, pv *podVolumes) (bool, error) {
+func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, bindings []*bindingInfo, claims []*v1.PersistentVolumeClaim) (bool, error) {
 	node, err := b.nodes.Get(nodeName)
 	if err != nil {
 		return false, fmt.Errorf("failed to get node %q: %w", nodeName, err)
@@ -753,7 +773,7 @@ func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, 
 		logger.Error(err, "Failed to get pod from the lister", "pod", klog.KObj(pod))
 	}
 
-	for _, bi := range pv.staticBindings {
+	for _, bi := range bindings {
 		apiPV, err := b.pvs.getAPIObj(bi.pv.Name)
 		if err != nil {
 			return false, fmt.Errorf("failed to check binding: %w", err)
@@ -780,12 +800,12 @@ func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, 
 		}
 	}
 
-	for _, dp := range pv.dynamicProvisions {
-		apiPVC, err := b.pvcs.getAPIObj(claimKey(dp.pvc))
+	for _, claim := range claims {
+		apiPVC, err := b.pvcs.getAPIObj(claimKey(claim))
 		if err != nil {
 			return false, fmt.Errorf("failed to check provisioning pvc: %w", err)
 		}
-		if newerThan(dp.pvc, apiPVC) {
+		if newerThan(claim, apiPVC) {
 			return false, nil
 		}
 		// The PV controller removes the annotation when provisioning failed

@@ -2,6 +2,7 @@ package volumebinding
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -640,6 +641,64 @@ func TestQueueingHints(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("hint = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFilterClaimOrder: claims are matched smallest first, and claims of
+// equal size in the order sort.Sort leaves them, as upstream does. From
+// 13 claims on that order is not the pod's volume order: here sort.Sort
+// puts claim c07 first among the 1Gi claims, where a stable sort would
+// put c05. Only one PV carries the label a selector may ask for, and it is
+// the smallest, so the first 1Gi claim takes it.
+func TestFilterClaimOrder(t *testing.T) {
+	small := map[int]bool{5: true, 7: true, 8: true, 9: true, 10: true, 12: true}
+	tests := []struct {
+		name string
+		// selective is the claim that only accepts the labelled PV.
+		selective int
+		want      *framework.Status
+	}{
+		{name: "the claim sorted first gets the labelled PV", selective: 7},
+		{
+			name:      "the labelled PV is gone before the claim that needs it",
+			selective: 5,
+			want:      framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonBindConflict).WithPlugin(Name),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []k8sruntime.Object{
+				st.MakeStorageClass("local").WaitForFirstConsumer().Obj(),
+				st.MakePV("labelled").StorageClass("local").Capacity("1Gi").Label("tier", "gold").Obj(),
+			}
+			pod := st.MakePod().Name("p")
+			for i := range 13 {
+				name := fmt.Sprintf("c%02d", i)
+				// 12 PVs of 2Gi for the 12 claims not served by the labelled PV.
+				if i < 12 {
+					objs = append(objs, st.MakePV("pv-"+name).StorageClass("local").Capacity("2Gi").Obj())
+				}
+				claim := st.MakePVC("default", name).StorageClass("local").Request("2Gi")
+				if small[i] {
+					claim.Request("1Gi")
+				}
+				if i == tt.selective {
+					claim.Selector("tier", "gold")
+				}
+				objs = append(objs, claim.Obj())
+				pod.PVC(name)
+			}
+			nodes := []*v1.Node{st.MakeNode().Name("n1").Obj()}
+			snapshot := st.NewSnapshot(nil, nodes)
+			e := newEnv(t, snapshot, nil, objs...)
+			got := st.RunCycle(t.Context(), e.fwk, snapshot, pod.Obj())
+			if got.Err != nil {
+				t.Fatal(got.Err)
+			}
+			if diff := cmp.Diff(map[string]*framework.Status{"n1": tt.want}, got.Filter); diff != "" {
+				t.Errorf("Filter (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -31,8 +31,28 @@ import (
 func newRunningEnv(t *testing.T, snapshot framework.SharedLister, args *configv1.VolumeBindingArgs, objs ...k8sruntime.Object) *env {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	// The fake API server keeps resourceVersions as given; bump them on
-	// every write as a real one does, which the assume cache relies on.
+	bumpResourceVersions(client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	fwk := st.NewFramework(t, registry(t), profile(args), snapshot,
+		runtime.WithClientSet(client), runtime.WithInformerFactory(factory))
+	ctx, cancel := context.WithCancel(t.Context())
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	return &env{client: client, factory: factory, fwk: fwk}
+}
+
+// bumpResourceVersions makes the fake API server set a new
+// resourceVersion on every create and update, as a real one does (it
+// keeps them as given otherwise), which the assume cache relies on.
+func bumpResourceVersions(client *fake.Clientset) {
 	var rv atomic.Int64
 	rv.Store(100)
 	client.PrependReactor("*", "*", func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
@@ -57,21 +77,6 @@ func newRunningEnv(t *testing.T, snapshot framework.SharedLister, args *configv1
 		}
 		return false, nil, nil
 	})
-	factory := informers.NewSharedInformerFactory(client, 0)
-	fwk := st.NewFramework(t, registry(t), profile(args), snapshot,
-		runtime.WithClientSet(client), runtime.WithInformerFactory(factory))
-	ctx, cancel := context.WithCancel(t.Context())
-	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		cancel()
-		factory.Shutdown()
-	})
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
-	return &env{client: client, factory: factory, fwk: fwk}
 }
 
 // pvController does what the PV controller and an external provisioner
@@ -265,4 +270,60 @@ func TestUnreserve(t *testing.T) {
 	// Unreserve is idempotent.
 	e.fwk.RunReservePluginsUnreserve(ctx, state, pod, "n1")
 	e.fwk.RunReservePluginsUnreserve(ctx, framework.NewCycleState(), pod, "n1")
+}
+
+// TestUnreserveAfterFailedPreBind: when PreBind fails after writing the
+// claims, Unreserve drops their assumed selected node even though the
+// informer has not brought the writes yet (upstream reverts the claims it
+// assumed, not the ones the API server returned), so the pod's next cycle
+// is not tied to the node of the failed attempt. The informers are not
+// running here: the writes reach the fake API server only.
+func TestUnreserveAfterFailedPreBind(t *testing.T) {
+	nodes := []*v1.Node{
+		st.MakeNode().Name("n1").Label(zoneKey, "a").Obj(),
+		st.MakeNode().Name("n2").Label(zoneKey, "b").Obj(),
+	}
+	// The pod is not in the informer: PreBind's first check fails.
+	pod := st.MakePod().Name("p").PVC("dynamic").Node("n1").Obj()
+	tests := []struct {
+		name      string
+		unreserve bool
+		want      map[string]*framework.Status
+	}{
+		{
+			name: "without Unreserve the claim stays assumed on n1",
+			want: map[string]*framework.Status{"n1": nil, "n2": framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonBindConflict).WithPlugin(Name)},
+		},
+		{name: "Unreserve drops the assumed selected node", unreserve: true, want: map[string]*framework.Status{"n1": nil, "n2": nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snapshot := st.NewSnapshot(nil, nodes)
+			e := newEnv(t, snapshot, nil,
+				nodes[0], nodes[1],
+				st.MakeStorageClass("anywhere").WaitForFirstConsumer().Provisioner(provisioner).Obj(),
+				st.MakePVC("default", "dynamic").StorageClass("anywhere").Request("1Gi").Obj(),
+			)
+			bumpResourceVersions(e.client)
+			ctx := t.Context()
+			state := schedule(t, e, snapshot, pod)
+			s := e.fwk.RunPreBindPlugins(ctx, state, pod, "n1")
+			if !s.IsError() || !strings.Contains(s.Message(), "pod does not exist any more") {
+				t.Fatalf("PreBind = %v, want the missing pod reported", s)
+			}
+			if pvc, _ := e.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "dynamic", metav1.GetOptions{}); pvc.Annotations[volume.AnnSelectedNode] != "n1" {
+				t.Fatalf("claim annotations = %v, want the selected node written", pvc.Annotations)
+			}
+			if tt.unreserve {
+				e.fwk.RunReservePluginsUnreserve(ctx, state, pod, "n1")
+			}
+			got := st.RunCycle(ctx, e.fwk, snapshot, pod)
+			if got.Err != nil {
+				t.Fatal(got.Err)
+			}
+			if diff := cmp.Diff(tt.want, got.Filter); diff != "" {
+				t.Errorf("next cycle's Filter (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
