@@ -1,5 +1,6 @@
 // Package helper holds small pieces shared by the built-in plugins: score
-// normalization and typed access to the objects of cluster events. They
+// normalization, scoring shapes and typed access to the objects of cluster
+// events. They
 // follow kube-scheduler's plugins/helper and scheduler/util so that ported
 // plugins compute exactly what upstream computes.
 package helper

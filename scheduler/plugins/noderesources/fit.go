@@ -404,7 +404,7 @@ func ValidateFitArgs(args *configv1.NodeResourcesFitArgs) error {
 		if st.RequestedToCapacityRatio == nil {
 			errs = append(errs, field.Required(strategyPath.Child("requestedToCapacityRatio"), "must be specified when type is RequestedToCapacityRatio"))
 		} else {
-			errs = append(errs, validateShape(st.RequestedToCapacityRatio.Shape, strategyPath.Child("requestedToCapacityRatio", "shape"))...)
+			errs = append(errs, helper.ValidateShape(st.RequestedToCapacityRatio.Shape, strategyPath.Child("requestedToCapacityRatio", "shape"))...)
 		}
 	} else if st.RequestedToCapacityRatio != nil {
 		errs = append(errs, field.Forbidden(strategyPath.Child("requestedToCapacityRatio"), "must be nil when type is not RequestedToCapacityRatio"))

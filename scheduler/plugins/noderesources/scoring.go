@@ -6,20 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/resourcescore"
-)
-
-const (
-	// maxUtilization is 100 percent, the top of a shape's utilization axis.
-	maxUtilization = 100
-	// maxCustomPriorityScore is the top of a shape's score axis (upstream's
-	// MaxCustomPriorityScore); shape scores are scaled to MaxNodeScore.
-	maxCustomPriorityScore = 10
 )
 
 // scorer is one scoring strategy over the configured resources. Every
@@ -28,12 +20,8 @@ const (
 type scorer struct {
 	strategy  configv1.ScoringStrategyType
 	resources []resourcescore.Resource
-	// shape is RequestedToCapacityRatio's function, scores already scaled.
-	shape []shapePoint
-}
-
-type shapePoint struct {
-	utilization, score int64
+	// brokenLinear is RequestedToCapacityRatio's function of utilization.
+	brokenLinear func(utilization int64) int64
 }
 
 func newScorer(st *configv1.ScoringStrategy) (*scorer, error) {
@@ -41,12 +29,7 @@ func newScorer(st *configv1.ScoringStrategy) (*scorer, error) {
 	switch st.Type {
 	case configv1.LeastAllocated, configv1.MostAllocated:
 	case configv1.RequestedToCapacityRatio:
-		for _, p := range st.RequestedToCapacityRatio.Shape {
-			s.shape = append(s.shape, shapePoint{
-				utilization: int64(p.Utilization),
-				score:       int64(p.Score) * (framework.MaxNodeScore / maxCustomPriorityScore),
-			})
-		}
+		s.brokenLinear = helper.BrokenLinear(st.RequestedToCapacityRatio.Shape)
 	default:
 		return nil, fmt.Errorf("scoring strategy %s is not supported", st.Type)
 	}
@@ -128,48 +111,7 @@ func mostRequestedScore(requested, capacity int64) int64 {
 // over-committed node counts as fully utilized.
 func (s *scorer) ratioScore(requested, capacity int64) int64 {
 	if capacity == 0 || requested > capacity {
-		return s.brokenLinear(maxUtilization)
+		return s.brokenLinear(helper.MaxUtilization)
 	}
-	return s.brokenLinear(requested * maxUtilization / capacity)
-}
-
-// brokenLinear is the piecewise-linear function through the shape points:
-// flat before the first and after the last point, integer interpolation
-// in between, as upstream's BuildBrokenLinearFunction.
-func (s *scorer) brokenLinear(p int64) int64 {
-	for i := range s.shape {
-		if p <= s.shape[i].utilization {
-			if i == 0 {
-				return s.shape[0].score
-			}
-			a, b := s.shape[i-1], s.shape[i]
-			return a.score + (b.score-a.score)*(p-a.utilization)/(b.utilization-a.utilization)
-		}
-	}
-	return s.shape[len(s.shape)-1].score
-}
-
-// validateShape is upstream's check of a RequestedToCapacityRatio shape:
-// at least one point, utilization strictly increasing within [0, 100],
-// scores within [0, 10].
-func validateShape(shape []configv1.UtilizationShapePoint, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(shape) == 0 {
-		return append(errs, field.Required(path, "at least one point must be specified"))
-	}
-	for i := 1; i < len(shape); i++ {
-		if shape[i-1].Utilization >= shape[i].Utilization {
-			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), shape[i].Utilization, "values must be sorted in increasing order"))
-			break
-		}
-	}
-	for i, p := range shape {
-		if p.Utilization < 0 || p.Utilization > maxUtilization {
-			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), p.Utilization, fmt.Sprintf("not in valid range [%d, %d]", 0, maxUtilization)))
-		}
-		if p.Score < 0 || p.Score > maxCustomPriorityScore {
-			errs = append(errs, field.Invalid(path.Index(i).Child("score"), p.Score, fmt.Sprintf("not in valid range [%d, %d]", 0, maxCustomPriorityScore)))
-		}
-	}
-	return errs
+	return s.brokenLinear(requested * helper.MaxUtilization / capacity)
 }

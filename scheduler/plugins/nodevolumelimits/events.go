@@ -18,18 +18,13 @@ import (
 // pod's PVC created, a VolumeAttachment removed.
 func (pl *csiLimits) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}, QueueingHintFn: isSchedulableAfterCSINodeAdded},
+		// No hint, as upstream: any new CSINode may lift a rejection.
+		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Update}, QueueingHintFn: isSchedulableAfterCSINodeUpdated},
 		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: isSchedulableAfterPVCAdded},
 		{Event: framework.ClusterEvent{Resource: framework.VolumeAttachment, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterVolumeAttachmentDeleted},
 	}, nil
-}
-
-// isSchedulableAfterCSINodeAdded always queues: upstream registers the
-// event without a hint, since any new CSINode may lift a rejection.
-func isSchedulableAfterCSINodeAdded(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
-	return framework.Queue, nil
 }
 
 // isSchedulableAfterCSINodeUpdated queues the pod only when some driver's

@@ -13,29 +13,24 @@ import (
 )
 
 // EventsToRegister lists upstream's events with its queueing hints. PV and
-// Node events have no hint upstream (any of them may free or fit a
-// volume) and are given one that always queues, which the queue treats
-// the same way as no hint.
+// Node events have no hint, as upstream: any of them may free or fit a
+// volume.
 func (pl *volumeBinding) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		// A new class, or new allowedTopologies, may allow provisioning.
 		{Event: framework.ClusterEvent{Resource: framework.StorageClass, ActionType: framework.Add | framework.Update}, QueueingHintFn: pl.isSchedulableAfterStorageClassChange},
 		// Claims get bound or created (ephemeral volumes).
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.Update}, QueueingHintFn: pl.isSchedulableAfterPersistentVolumeClaimChange},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.Update}, QueueingHintFn: alwaysQueue},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.Update}},
 		// Node labels decide PV node affinity and allowed topologies. With
 		// queueing hints (GA, locked on) upstream does not register
 		// UpdateNodeTaint here.
-		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel}, QueueingHintFn: alwaysQueue},
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel}},
 		// The CSINode's migrated-plugins annotation decides how in-tree PVs are read.
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add | framework.Update}, QueueingHintFn: pl.isSchedulableAfterCSINodeChange},
 		{Event: framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.Update}, QueueingHintFn: pl.isSchedulableAfterCSIDriverChange},
 		{Event: framework.ClusterEvent{Resource: framework.CSIStorageCapacity, ActionType: framework.Add | framework.Update}, QueueingHintFn: pl.isSchedulableAfterCSIStorageCapacityChange},
 	}, nil
-}
-
-func alwaysQueue(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
-	return framework.Queue, nil
 }
 
 func (pl *volumeBinding) isSchedulableAfterCSINodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {

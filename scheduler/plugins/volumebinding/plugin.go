@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // Name is the plugin's name in profiles and the registry.
@@ -32,11 +33,6 @@ const (
 	// Immediate claims the PV controller has not bound yet.
 	ErrReasonUnboundImmediate = "pod has unbound immediate PersistentVolumeClaims"
 
-	// maxUtilization is the top of the shape's utilization axis.
-	maxUtilization = 100
-	// maxShapeScore is the top of the shape's score axis (upstream's
-	// MaxCustomPriorityScore); shape scores are scaled to MaxNodeScore.
-	maxShapeScore = 10
 	// defaultBindTimeoutSeconds is upstream's default bindTimeoutSeconds.
 	defaultBindTimeoutSeconds = 600
 	// pollInterval is how often PreBind looks at the informers while
@@ -153,7 +149,7 @@ func getArgs(obj runtime.Object, fts features) (*configv1.VolumeBindingArgs, err
 		args.BindTimeoutSeconds = ptr.To[int64](defaultBindTimeoutSeconds)
 	}
 	if len(args.Shape) == 0 && fts.storageCapacityScoring {
-		args.Shape = []configv1.UtilizationShapePoint{{Utilization: 0, Score: maxShapeScore}, {Utilization: maxUtilization, Score: 0}}
+		args.Shape = []configv1.UtilizationShapePoint{{Utilization: 0, Score: helper.MaxCustomPriorityScore}, {Utilization: helper.MaxUtilization, Score: 0}}
 	}
 	return &args, nil
 }
@@ -172,35 +168,12 @@ func validateArgs(args *configv1.VolumeBindingArgs, fts features) error {
 	}
 	shapePath := field.NewPath("shape")
 	if fts.storageCapacityScoring {
-		errs = append(errs, validateShape(args.Shape, shapePath)...)
+		errs = append(errs, helper.ValidateShape(args.Shape, shapePath)...)
 	} else if args.Shape != nil {
-		// Refused rather than ignored, so that a profile does not change
-		// behaviour the day the gate turns on.
+		// Refused, not ignored, as upstream does without the gate.
 		errs = append(errs, field.Invalid(shapePath, args.Shape, "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring"))
 	}
 	return errs.ToAggregate()
-}
-
-func validateShape(shape []configv1.UtilizationShapePoint, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(shape) == 0 {
-		return append(errs, field.Required(path, "at least one point must be specified"))
-	}
-	for i := 1; i < len(shape); i++ {
-		if shape[i-1].Utilization >= shape[i].Utilization {
-			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), shape[i].Utilization, "values must be sorted in increasing order"))
-			break
-		}
-	}
-	for i, p := range shape {
-		if p.Utilization < 0 || p.Utilization > maxUtilization {
-			errs = append(errs, field.Invalid(path.Index(i).Child("utilization"), p.Utilization, fmt.Sprintf("not in valid range [%d, %d]", 0, maxUtilization)))
-		}
-		if p.Score < 0 || p.Score > maxShapeScore {
-			errs = append(errs, field.Invalid(path.Index(i).Child("score"), p.Score, fmt.Sprintf("not in valid range [%d, %d]", 0, maxShapeScore)))
-		}
-	}
-	return errs
 }
 
 // Close unhooks the assume caches from the shared informers when the
@@ -397,26 +370,10 @@ type storageResource struct {
 	capacity  int64
 }
 
-// buildScorer turns the shape (scores 0..10) into a scorer averaging a
-// broken-linear function of utilization over the classes, scaled to 0..100.
+// buildScorer turns the shape into a scorer averaging its broken-linear
+// function of utilization over the classes.
 func buildScorer(shape []configv1.UtilizationShapePoint) func(map[string]*storageResource) int64 {
-	type point struct{ utilization, score int64 }
-	points := make([]point, len(shape))
-	for i, p := range shape {
-		points[i] = point{int64(p.Utilization), int64(p.Score) * (framework.MaxNodeScore / maxShapeScore)}
-	}
-	f := func(u int64) int64 {
-		for i, p := range points {
-			if u <= p.utilization {
-				if i == 0 {
-					return p.score
-				}
-				prev := points[i-1]
-				return prev.score + (p.score-prev.score)*(u-prev.utilization)/(p.utilization-prev.utilization)
-			}
-		}
-		return points[len(points)-1].score
-	}
+	f := helper.BrokenLinear(shape)
 	return func(classes map[string]*storageResource) int64 {
 		if len(classes) == 0 {
 			return 0
@@ -424,10 +381,10 @@ func buildScorer(shape []configv1.UtilizationShapePoint) func(map[string]*storag
 		var sum int64
 		for _, r := range classes {
 			if r.capacity == 0 || r.requested > r.capacity {
-				sum += f(maxUtilization)
+				sum += f(helper.MaxUtilization)
 				continue
 			}
-			sum += f(r.requested * maxUtilization / r.capacity)
+			sum += f(r.requested * helper.MaxUtilization / r.capacity)
 		}
 		return int64(math.Round(float64(sum) / float64(len(classes))))
 	}

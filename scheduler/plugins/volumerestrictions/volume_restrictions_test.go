@@ -439,32 +439,14 @@ func TestFilterWithoutPreFilter(t *testing.T) {
 
 func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, nil, nil)
-	var got []framework.ClusterEvent
-	var hinted []bool
-	for _, ext := range fwk.EnqueueExtensions() {
-		if ext.Name() != Name {
-			continue
-		}
-		events, err := ext.EventsToRegister(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events {
-			got = append(got, e.Event)
-			hinted = append(hinted, e.QueueingHintFn != nil)
-		}
+	want := []st.Registration{
+		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, Hinted: true},
+		// Upstream gives Node/Add no hint: every new node queues.
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, Hinted: false},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, Hinted: true},
 	}
-	want := []framework.ClusterEvent{
-		{Resource: framework.Pod, ActionType: framework.Delete},
-		{Resource: framework.Node, ActionType: framework.Add},
-		{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, st.Registrations(t, fwk, Name)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
-	}
-	// Upstream gives Node/Add no hint: every new node queues.
-	if diff := cmp.Diff([]bool{true, false, true}, hinted); diff != "" {
-		t.Errorf("hinted events (-want +got):\n%s", diff)
 	}
 }
 

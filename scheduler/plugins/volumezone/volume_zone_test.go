@@ -318,33 +318,15 @@ func TestFilterWithoutPreFilter(t *testing.T) {
 
 func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, nil, nil)
-	var got []framework.ClusterEvent
-	var hinted []bool
-	for _, ext := range fwk.EnqueueExtensions() {
-		if ext.Name() != Name {
-			continue
-		}
-		events, err := ext.EventsToRegister(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events {
-			got = append(got, e.Event)
-			hinted = append(hinted, e.QueueingHintFn != nil)
-		}
+	want := []st.Registration{
+		{Event: framework.ClusterEvent{Resource: framework.StorageClass, ActionType: framework.Add}, Hinted: true},
+		// Upstream gives node events no hint: every node add or label change queues.
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel}, Hinted: false},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.Update}, Hinted: true},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.Update}, Hinted: true},
 	}
-	want := []framework.ClusterEvent{
-		{Resource: framework.StorageClass, ActionType: framework.Add},
-		{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel},
-		{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.Update},
-		{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.Update},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, st.Registrations(t, fwk, Name)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
-	}
-	// Upstream gives node events no hint: every node add or label change queues.
-	if diff := cmp.Diff([]bool{true, false, true, true}, hinted); diff != "" {
-		t.Errorf("hinted events (-want +got):\n%s", diff)
 	}
 }
 
