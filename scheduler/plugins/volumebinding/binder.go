@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -75,6 +74,17 @@ type podVolumeClaims struct {
 	// candidates holds, per claim of unboundDelayed (by key), the PVs that
 	// FindMatchingVolume could pick on some node.
 	candidates map[string][]candidatePV
+	// boundAffinity holds, by PV name, the compiled node affinity of the
+	// bound claims' PVs that compileAffinity handles and that are not read
+	// in a CSI form on any node.
+	boundAffinity map[string]compiledAffinity
+}
+
+// compiledAffinity is a PV's required node affinity compiled once per
+// cycle, valid for the PV's resourceVersion it was compiled from.
+type compiledAffinity struct {
+	resourceVersion string
+	selectors       []labels.Selector
 }
 
 // candidatePV is a PV worth offering FindMatchingVolume for a claim, with
@@ -185,6 +195,7 @@ func (b *binder) podClaims(pod *v1.Pod) (*podVolumeClaims, error) {
 		case pvc == nil:
 		case bound:
 			out.bound = append(out.bound, pvc)
+			b.compileBoundAffinity(out, pvc.Spec.VolumeName)
 		default:
 			delayed, err := volume.IsDelayBindingMode(pvc, b.classes)
 			if err != nil {
@@ -213,6 +224,27 @@ func (b *binder) podClaims(pod *v1.Pod) (*podVolumeClaims, error) {
 		out.candidates[claimKey(pvc)] = b.candidatesFor(pvc, pvs)
 	}
 	return out, nil
+}
+
+// compileBoundAffinity compiles the node affinity of a bound claim's PV,
+// so that Filter does not parse it again on every node. PVs that may be
+// read in their CSI form (in-tree, migratable) are left to the full
+// check, whose outcome depends on the node's CSINode; so are missing PVs.
+func (b *binder) compileBoundAffinity(out *podVolumeClaims, pvName string) {
+	pv, err := b.pvs.get(pvName)
+	if err != nil || b.translator.IsPVMigratable(pv) {
+		return
+	}
+	na := pv.Spec.NodeAffinity
+	if na == nil || na.Required == nil {
+		return
+	}
+	if selectors := compileAffinity(na.Required); selectors != nil {
+		if out.boundAffinity == nil {
+			out.boundAffinity = map[string]compiledAffinity{}
+		}
+		out.boundAffinity[pv.Name] = compiledAffinity{resourceVersion: pv.ResourceVersion, selectors: selectors}
+	}
 }
 
 // candidatesFor keeps the PVs that FindMatchingVolume does not rule out
@@ -273,7 +305,7 @@ func (b *binder) findPodVolumes(logger klog.Logger, pod *v1.Pod, claims *podVolu
 	var err error
 
 	if len(claims.bound) > 0 {
-		if boundFit, boundPVsExist, err = b.checkBoundClaims(logger, claims.bound, node, pod); err != nil {
+		if boundFit, boundPVsExist, err = b.checkBoundClaims(logger, claims.bound, claims.boundAffinity, node, pod); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -334,9 +366,12 @@ func reasons(boundFit, unboundFit, enoughSpace, boundPVsExist bool) []string {
 	return out
 }
 
-// checkBoundClaims returns whether the bound PVs allow node, and whether they all exist.
-func (b *binder) checkBoundClaims(logger klog.Logger, claims []*v1.PersistentVolumeClaim, node *v1.Node, pod *v1.Pod) (fit, exist bool, err error) {
-	csiNode := b.csiNode(logger, node.Name)
+// checkBoundClaims returns whether the bound PVs allow node, and whether
+// they all exist. A PV read again since PreFilter compiled its affinity
+// (another resourceVersion) gets the full check, like the others.
+func (b *binder) checkBoundClaims(logger klog.Logger, claims []*v1.PersistentVolumeClaim, compiled map[string]compiledAffinity, node *v1.Node, pod *v1.Pod) (fit, exist bool, err error) {
+	var csiNode *storagev1.CSINode
+	csiNodeRead := false
 	for _, pvc := range claims {
 		pv, err := b.pvs.get(pvc.Spec.VolumeName)
 		if err != nil {
@@ -344,6 +379,16 @@ func (b *binder) checkBoundClaims(logger klog.Logger, claims []*v1.PersistentVol
 				return true, false, nil
 			}
 			return true, false, err
+		}
+		if c, ok := compiled[pv.Name]; ok && c.resourceVersion == pv.ResourceVersion {
+			if !anyMatches(c.selectors, node.Labels) {
+				logger.V(5).Info("PersistentVolume does not allow the node", "pv", klog.KObj(pv), "node", klog.KObj(node), "pod", klog.KObj(pod))
+				return false, true, nil
+			}
+			continue
+		}
+		if !csiNodeRead {
+			csiNode, csiNodeRead = b.csiNode(logger, node.Name), true
 		}
 		if pv, err = b.translateToCSI(logger, pv, csiNode); err != nil {
 			return false, true, err
@@ -594,16 +639,17 @@ func reachable(logger klog.Logger, node *v1.Node, c *storagev1.CSIStorageCapacit
 	return sel.Matches(labels.Set(node.Labels))
 }
 
-// migratedPlugins are the in-tree plugins whose CSI migration is on in
-// 1.36 (GA and locked): their PVs' topology is read from the CSI form
-// once the node reports the plugin as migrated.
-var migratedPlugins = sets.New(
-	csiplugins.AWSEBSInTreePluginName,
-	csiplugins.GCEPDInTreePluginName,
-	csiplugins.AzureDiskInTreePluginName,
-	csiplugins.CinderInTreePluginName,
-	csiplugins.PortworxVolumePluginName,
-)
+// migrationOn reports whether plugin is an in-tree plugin whose CSI
+// migration is on in 1.36 (GA and locked): its PVs' topology is read from
+// the CSI form once the node reports the plugin as migrated.
+func migrationOn(plugin string) bool {
+	switch plugin {
+	case csiplugins.AWSEBSInTreePluginName, csiplugins.GCEPDInTreePluginName, csiplugins.AzureDiskInTreePluginName,
+		csiplugins.CinderInTreePluginName, csiplugins.PortworxVolumePluginName:
+		return true
+	}
+	return false
+}
 
 // translateToCSI returns the CSI form of an in-tree PV when the node's
 // CSINode says its plugin is migrated, else pv itself.
@@ -615,7 +661,7 @@ func (b *binder) translateToCSI(logger klog.Logger, pv *v1.PersistentVolume, csi
 	if err != nil {
 		return nil, fmt.Errorf("could not get plugin name from pv: %v", err)
 	}
-	if !migratedPlugins.Has(plugin) || csiNode == nil {
+	if !migrationOn(plugin) || csiNode == nil {
 		return pv, nil
 	}
 	migrated := csiNode.Annotations[v1.MigratedPluginsAnnotationKey]

@@ -387,6 +387,40 @@ func TestCSIMigration(t *testing.T) {
 	}
 }
 
+func TestBoundPVChangedAfterPreFilter(t *testing.T) {
+	// PreFilter compiles the bound PV's node affinity once; a PV the
+	// informer updated meanwhile is checked as it is now, as upstream
+	// checks it on every node.
+	pv := st.MakePV("pv").Capacity("1Gi").NodeAffinityIn(zoneKey, "a").ClaimRef("default", "data", "data").Phase(v1.VolumeBound).Obj()
+	claim := st.MakePVC("default", "data").Request("1Gi").Bound("pv").Obj()
+	snapshot := st.NewSnapshot(nil, testNodes())
+	e := newEnv(t, snapshot, nil, pv, claim)
+	pod := st.MakePod().Name("p").PVC("data").Obj()
+	state := framework.NewCycleState()
+	if _, s, _ := e.fwk.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	moved := st.MakePV("pv").ResourceVersion("2").Capacity("1Gi").NodeAffinityIn(zoneKey, "b").ClaimRef("default", "data", "data").Phase(v1.VolumeBound).Obj()
+	if err := e.factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Update(moved); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*framework.Status{}
+	for _, ni := range nodes {
+		got[ni.Node().Name] = e.fwk.RunFilterPlugins(t.Context(), state, pod, ni)
+	}
+	want := map[string]*framework.Status{
+		"n1": framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeConflict).WithPlugin(Name),
+		"n2": nil,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Filter (-want +got):\n%s", diff)
+	}
+}
+
 func TestArgs(t *testing.T) {
 	tests := []struct {
 		name    string
