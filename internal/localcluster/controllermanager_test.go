@@ -10,7 +10,7 @@ import (
 func TestControllerManagerArgs(t *testing.T) {
 	want := []string{
 		"--kubeconfig=/tmp/kcm/kubeconfig",
-		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,garbage-collector-controller",
+		"--controllers=persistentvolume-binder-controller,ephemeral-volume-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,garbage-collector-controller",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",

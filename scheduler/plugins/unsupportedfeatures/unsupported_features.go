@@ -7,7 +7,8 @@
 // ignore its anti-affinity. Such a pod is rejected as
 // UnschedulableAndUnresolvable with a message naming what is missing, e.g.
 //
-//	pod uses persistentVolumeClaim volumes, which need the VolumeBinding plugin: not available in profile-scheduler yet
+//	pod uses resource claims, which need the DynamicResources plugin: not available in profile-scheduler yet
+//	pod uses persistentVolumeClaim volumes, which need the VolumeBinding plugin: not enabled in this profile
 //
 // The check follows what the profile actually runs, so adding a plugin to a
 // profile (or building it) lifts the refusal without touching this plugin.
