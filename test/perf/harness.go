@@ -251,15 +251,20 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	elapsed := bound.last().Sub(t0)
 	// The binding goroutine records the attempt just after the API server
-	// answered, which may be after the watch showed the pod bound.
+	// answered, which may be after the watch showed the pod bound; it
+	// counts the attempt, then observes its latency and the pod's, so
+	// wait for all three.
 	profileLabel := map[string]string{"profile": measureProfile}
+	scheduledLabel := map[string]string{"profile": measureProfile, "result": "scheduled"}
 	var after []*dto.MetricFamily
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		if after, err = ctrlmetrics.Registry.Gather(); err != nil {
 			return nil, err
 		}
 		scheduled := counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")["scheduled"]
-		if scheduled >= w.Pods || time.Now().After(deadline) {
+		attempts := histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds", scheduledLabel).summary().Samples
+		sli := histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary().Samples
+		if min(scheduled, attempts, sli) >= w.Pods || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -272,8 +277,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if res.BindingCeiling.Average > 0 {
 		res.Ratio = res.Throughput.Average / res.BindingCeiling.Average
 	}
-	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds",
-		map[string]string{"profile": measureProfile, "result": "scheduled"}).summary()
+	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds", scheduledLabel).summary()
 	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
 	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
 	o.logf("   %.0f pods/s (%.0f%% of the ceiling), attempt p50 %.1f ms, p99 %.1f ms",
