@@ -3,6 +3,8 @@ package manualapproval
 import (
 	"context"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -29,13 +32,29 @@ type Decisions interface {
 	Decision(ctx context.Context, namespace, name string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error)
 }
 
+// Option configures the plugin's factory.
+type Option func(*options)
+
+type options struct {
+	clock clock.WithDelayedExecution
+}
+
+// WithClock sets the clock that measures approval windows (tests).
+func WithClock(clk clock.WithDelayedExecution) Option {
+	return func(o *options) { o.clock = clk }
+}
+
 // Register adds the plugin, backed by decisions, to r.
-func Register(r fwkruntime.Registry, decisions Decisions) error {
-	return r.Register(Name, NewFactory(decisions), fwkruntime.TypedArgs(func() *ManualApprovalArgs { return &ManualApprovalArgs{} }, SetDefaults, Validate))
+func Register(r fwkruntime.Registry, decisions Decisions, opts ...Option) error {
+	return r.Register(Name, NewFactory(decisions, opts...), fwkruntime.TypedArgs(func() *ManualApprovalArgs { return &ManualApprovalArgs{} }, SetDefaults, Validate))
 }
 
 // NewFactory returns the plugin factory, backed by decisions.
-func NewFactory(decisions Decisions) fwkruntime.Factory {
+func NewFactory(decisions Decisions, opts ...Option) fwkruntime.Factory {
+	o := options{clock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	return func(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
 		args, ok := obj.(*ManualApprovalArgs)
 		if !ok {
@@ -56,6 +75,8 @@ func NewFactory(decisions Decisions) fwkruntime.Factory {
 			namespaces: namespaces,
 			window:     args.ApprovalWindow.Duration,
 			onTimeout:  args.OnTimeout,
+			clock:      o.clock,
+			holds:      map[types.UID]*hold{},
 		}
 		if !namespaces.Empty() {
 			// Requested here so the informer starts with the instance.
@@ -73,13 +94,49 @@ type manualApproval struct {
 	nsLister   corelisters.NamespaceLister
 	window     time.Duration
 	onTimeout  TimeoutAction
+	clock      clock.WithDelayedExecution
+
+	// mu guards holds and closed. A timer's callback holds mu while it
+	// checks that its hold is still the pod's current one and allows the
+	// pod, so the two are one step: a later hold of the same pod is
+	// recorded here in Permit, before the framework creates its
+	// WaitingPod, so while mu is held and the hold matches, the WaitingPod
+	// found for the UID can only be this hold's. Lock order: mu, then the
+	// framework's waiting-pod locks (GetWaitingPod, Allow) and the clock's
+	// (AfterFunc, Stop); the framework never calls the plugin while holding
+	// its own locks. The real clock runs callbacks on their own goroutine;
+	// a fake clock runs them inside Step under its lock, so a test must not
+	// Step while Permit, Unreserve, PostBind or Close run.
+	mu sync.Mutex
+	// holds maps a pod UID to its current hold when onTimeout is Approve.
+	holds map[types.UID]*hold
+	// closed is set by Close; no timer is armed after it.
+	closed bool
 }
+
+// hold is one stay of a pod at this plugin's Permit when onTimeout is
+// Approve: the timer that approves the pod when the window ends. Its address
+// is its identity. It is stored in the cycle's state so that Unreserve and
+// PostBind stop exactly the timer of their own cycle, and the timer's
+// callback acts only while its hold is the pod's current one.
+type hold struct {
+	timer clock.Timer
+}
+
+// Clone returns h itself: a hold belongs to one cycle and is never copied.
+func (h *hold) Clone() framework.StateData { return h }
+
+// holdKey is where Permit records the cycle's hold in CycleState.
+const holdKey framework.StateKey = "Permit" + Name
 
 var (
 	_ framework.PreFilterPlugin        = (*manualApproval)(nil)
 	_ framework.PermitPlugin           = (*manualApproval)(nil)
 	_ framework.PermitTimeoutExtension = (*manualApproval)(nil)
+	_ framework.ReservePlugin          = (*manualApproval)(nil)
+	_ framework.PostBindPlugin         = (*manualApproval)(nil)
 	_ framework.EnqueueExtensions      = (*manualApproval)(nil)
+	_ io.Closer                        = (*manualApproval)(nil)
 )
 
 func (pl *manualApproval) Name() string { return Name }
@@ -118,7 +175,13 @@ func (pl *manualApproval) PreFilter(ctx context.Context, _ *framework.CycleState
 func (pl *manualApproval) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Permit holds a selected pod unless an approval for it is already recorded.
-func (pl *manualApproval) Permit(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) (*framework.Status, time.Duration) {
+func (pl *manualApproval) Permit(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (*framework.Status, time.Duration) {
+	if pl.onTimeout == TimeoutApprove {
+		// The pod reaching Permit again means its earlier stay here is
+		// over, even where Unreserve or PostBind did not say so (the
+		// plugin enabled at Permit alone).
+		pl.forget(pod.UID, nil)
+	}
 	selected, err := pl.selects(pod)
 	if err != nil {
 		return framework.AsStatus(err), 0
@@ -138,15 +201,98 @@ func (pl *manualApproval) Permit(ctx context.Context, _ *framework.CycleState, p
 	}
 	klog.FromContext(ctx).V(3).Info("Holding pod for approval", "pod", klog.KObj(pod), "node", nodeName, "window", pl.window)
 	if pl.onTimeout == TimeoutApprove {
-		uid := pod.UID
-		time.AfterFunc(pl.window, func() {
-			if wp := pl.handle.GetWaitingPod(uid); wp != nil {
-				wp.Allow(Name)
-			}
-		})
+		pl.arm(ctx, state, pod)
 		return framework.NewStatus(framework.Wait), pl.window + approveMargin
 	}
 	return framework.NewStatus(framework.Wait), pl.window
+}
+
+// arm starts the timer that approves pod when its window ends and records
+// the hold as the pod's current one and in state.
+func (pl *manualApproval) arm(ctx context.Context, state *framework.CycleState, pod *v1.Pod) {
+	logger := klog.FromContext(ctx)
+	uid := pod.UID
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		// The instance is retired: the framework rejects the pod at once.
+		return
+	}
+	h := &hold{}
+	h.timer = pl.clock.AfterFunc(pl.window, func() {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		if pl.holds[uid] != h {
+			// Resolved, superseded by a later hold, or closed.
+			return
+		}
+		delete(pl.holds, uid)
+		if wp := pl.handle.GetWaitingPod(uid); wp != nil {
+			logger.V(3).Info("Approval window ended, approving pod", "pod", klog.KObj(pod), "window", pl.window)
+			wp.Allow(Name)
+		}
+	})
+	pl.holds[uid] = h
+	state.Write(holdKey, h)
+}
+
+// forget stops the timer of the pod's hold h, or of its current hold when h
+// is nil, and drops the hold. A later hold of the pod is left alone.
+func (pl *manualApproval) forget(uid types.UID, h *hold) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	cur := pl.holds[uid]
+	if h == nil {
+		h = cur
+	}
+	if h == nil {
+		return
+	}
+	h.timer.Stop()
+	if cur == h {
+		delete(pl.holds, uid)
+	}
+}
+
+// forgetCycle forgets the hold this cycle's Permit armed, if any.
+func (pl *manualApproval) forgetCycle(state *framework.CycleState, uid types.UID) {
+	if pl.onTimeout != TimeoutApprove {
+		return
+	}
+	h, err := framework.ReadAs[*hold](state, holdKey)
+	if err != nil {
+		// Permit did not hold the pod in this cycle.
+		return
+	}
+	pl.forget(uid, h)
+}
+
+// Reserve does nothing; the plugin is a Reserve plugin for Unreserve.
+func (pl *manualApproval) Reserve(context.Context, *framework.CycleState, *v1.Pod, string) *framework.Status {
+	return nil
+}
+
+// Unreserve ends the hold of a cycle that failed after Permit: the pod was
+// rejected, timed out, deleted while held, or its binding failed.
+func (pl *manualApproval) Unreserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
+	pl.forgetCycle(state, pod.UID)
+}
+
+// PostBind ends the hold of a cycle whose pod was allowed and bound.
+func (pl *manualApproval) PostBind(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
+	pl.forgetCycle(state, pod.UID)
+}
+
+// Close stops every timer; the framework rejects the pods still held.
+func (pl *manualApproval) Close() error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.closed = true
+	for uid, h := range pl.holds {
+		h.timer.Stop()
+		delete(pl.holds, uid)
+	}
+	return nil
 }
 
 // EventsToRegister is empty: no cluster event resolves a rejection by a

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -27,7 +28,7 @@ func (d decisions) Decision(_ context.Context, _, _ string, uid types.UID) (*sch
 	return d[uid], nil
 }
 
-func newFramework(t *testing.T, d decisions, args string) framework.Framework {
+func newFramework(t *testing.T, d decisions, args string, opts ...Option) framework.Framework {
 	t.Helper()
 	r := fwkruntime.Registry{}
 	for name, f := range map[string]fwkruntime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New} {
@@ -35,7 +36,7 @@ func newFramework(t *testing.T, d decisions, args string) framework.Framework {
 			t.Fatal(err)
 		}
 	}
-	if err := Register(r, d); err != nil {
+	if err := Register(r, d, opts...); err != nil {
 		t.Fatal(err)
 	}
 	profile := st.MultiPointProfile(st.Plugin(queuesort.Name, 0), st.Plugin(Name, 0), st.Plugin(defaultbinder.Name, 0))
@@ -172,6 +173,150 @@ func TestWindowEnds(t *testing.T) {
 			}
 			if got.IsSuccess() || !strings.Contains(got.Message(), tt.wantErr) {
 				t.Fatalf("WaitOnPermit = %v, want %q", got, tt.wantErr)
+			}
+		})
+	}
+}
+
+// approveOnTimeout holds pods for an hour and lets them through when it ends.
+const approveOnTimeout = `{"approvalWindow": "1h", "onTimeout": "Approve"}`
+
+// holdPod runs Permit for pod and returns the state of the cycle and the
+// waiting pod it made.
+func holdPod(t *testing.T, fwk framework.Framework, pod *v1.Pod) (*framework.CycleState, framework.WaitingPod) {
+	t.Helper()
+	state := framework.NewCycleState()
+	if s := fwk.RunPermitPlugins(context.Background(), state, pod, "node-1"); !s.IsWait() {
+		t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+	}
+	wp := fwk.GetWaitingPod(pod.UID)
+	if wp == nil {
+		t.Fatal("pod is not waiting")
+	}
+	return state, wp
+}
+
+// waitOnPermit is WaitOnPermit bounded so a pod nobody resolves fails the
+// test instead of hanging it.
+func waitOnPermit(t *testing.T, fwk framework.Framework, pod *v1.Pod) *framework.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return fwk.WaitOnPermit(ctx, pod)
+}
+
+func TestStaleTimerDoesNotReleaseALaterHold(t *testing.T) {
+	tests := []struct {
+		name    string
+		resolve func(framework.WaitingPod)
+		// unreserve is whether the scheduler reports the end of the first
+		// hold; it does not when the plugin is enabled at Permit alone.
+		unreserve bool
+	}{
+		{name: "rejected, then unreserved", resolve: func(wp framework.WaitingPod) { wp.Reject(Name, "not now") }, unreserve: true},
+		{name: "rejected, end never reported", resolve: func(wp framework.WaitingPod) { wp.Reject(Name, "not now") }},
+		{name: "approved, then binding failed", resolve: func(wp framework.WaitingPod) { wp.Allow(Name) }, unreserve: true},
+		{name: "approved, binding failure never reported", resolve: func(wp framework.WaitingPod) { wp.Allow(Name) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			fwk := newFramework(t, nil, approveOnTimeout, WithClock(clk))
+			pod := st.MakePod().Name("p").UID("u1").Obj()
+
+			state1, wp1 := holdPod(t, fwk, pod)
+			tt.resolve(wp1)
+			waitOnPermit(t, fwk, pod)
+			if tt.unreserve {
+				fwk.RunReservePluginsUnreserve(context.Background(), state1, pod, "node-1")
+			}
+
+			clk.Step(30 * time.Minute)
+			_, wp2 := holdPod(t, fwk, pod)
+			if got := clk.Waiters(); got != 1 {
+				t.Errorf("during the second hold: %d timers, want 1 (the first hold's stopped)", got)
+			}
+			clk.Step(30 * time.Minute) // the first hold's window ends
+			if diff := cmp.Diff([]string{Name}, wp2.GetPendingPlugins()); diff != "" {
+				t.Fatalf("second hold when the first one's window ended: pending plugins (-want +got):\n%s", diff)
+			}
+
+			clk.Step(30 * time.Minute) // the second hold's window ends
+			if got := waitOnPermit(t, fwk, pod); !got.IsSuccess() {
+				t.Fatalf("WaitOnPermit after the second hold's window = %v, want success", got)
+			}
+		})
+	}
+}
+
+func TestTimersEndWithTheirHold(t *testing.T) {
+	tests := []struct {
+		name string
+		// end resolves the hold of pod, armed in state, as the scheduler does.
+		end func(t *testing.T, clk *testingclock.FakeClock, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, wp framework.WaitingPod)
+	}{
+		{
+			name: "approved and bound",
+			end: func(t *testing.T, _ *testingclock.FakeClock, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, wp framework.WaitingPod) {
+				wp.Allow(Name)
+				if got := waitOnPermit(t, fwk, pod); !got.IsSuccess() {
+					t.Fatalf("WaitOnPermit = %v, want success", got)
+				}
+				fwk.RunPostBindPlugins(context.Background(), state, pod, "node-1")
+			},
+		},
+		{
+			name: "rejected",
+			end: func(t *testing.T, _ *testingclock.FakeClock, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, wp framework.WaitingPod) {
+				wp.Reject(Name, "not now")
+				waitOnPermit(t, fwk, pod)
+				fwk.RunReservePluginsUnreserve(context.Background(), state, pod, "node-1")
+			},
+		},
+		{
+			name: "pod deleted while held",
+			end: func(t *testing.T, _ *testingclock.FakeClock, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, _ framework.WaitingPod) {
+				fwk.RejectWaitingPod(pod.UID)
+				waitOnPermit(t, fwk, pod)
+				fwk.RunReservePluginsUnreserve(context.Background(), state, pod, "node-1")
+			},
+		},
+		{
+			name: "window ended",
+			end: func(t *testing.T, clk *testingclock.FakeClock, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, _ framework.WaitingPod) {
+				clk.Step(time.Hour)
+				if got := waitOnPermit(t, fwk, pod); !got.IsSuccess() {
+					t.Fatalf("WaitOnPermit = %v, want success", got)
+				}
+				fwk.RunPostBindPlugins(context.Background(), state, pod, "node-1")
+			},
+		},
+		{
+			name: "instance closed",
+			end: func(t *testing.T, _ *testingclock.FakeClock, fwk framework.Framework, _ *framework.CycleState, pod *v1.Pod, _ framework.WaitingPod) {
+				if err := fwk.Close(); err != nil {
+					t.Fatal(err)
+				}
+				waitOnPermit(t, fwk, pod)
+				// A pod reaching Permit of a closed instance arms nothing.
+				other := st.MakePod().Name("q").UID("u2").Obj()
+				fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), other, "node-1")
+				waitOnPermit(t, fwk, other)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			fwk := newFramework(t, nil, approveOnTimeout, WithClock(clk))
+			pod := st.MakePod().Name("p").UID("u1").Obj()
+			state, wp := holdPod(t, fwk, pod)
+			if got := clk.Waiters(); got != 1 {
+				t.Fatalf("while held: %d timers, want 1", got)
+			}
+			tt.end(t, clk, fwk, state, pod, wp)
+			if got := clk.Waiters(); got != 0 {
+				t.Errorf("after the hold ended: %d timers, want 0", got)
 			}
 		})
 	}
