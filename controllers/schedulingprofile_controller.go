@@ -246,11 +246,26 @@ func older(a, b *schedulingv1alpha1.SchedulingProfile) bool {
 	return a.Name < b.Name
 }
 
+// publish makes fwk serve sp.schedulerName for objName. When the name passes
+// from another object (one being deleted, or moved to another name, whose
+// own reconcile has not withdrawn it yet), that object's generations are
+// withdrawn first rather than merely replaced: pods they hold must not be
+// approved and bound in the name of a profile that no longer serves.
 func (r *SchedulingProfileReconciler) publish(objName string, sp servedProfile, fwk framework.Framework) {
 	r.mu.Lock()
+	prevOwner, ok := r.owners[sp.schedulerName]
+	takeover := ok && prevOwner != objName
+	if prev, served := r.served[prevOwner]; takeover && served && prev.schedulerName == sp.schedulerName {
+		// Its instances are withdrawn here; its own stopServing must
+		// not withdraw this object's.
+		delete(r.served, prevOwner)
+	}
 	r.served[objName] = sp
 	r.owners[sp.schedulerName] = objName
 	r.mu.Unlock()
+	if takeover {
+		r.profiles.Remove(sp.schedulerName, fmt.Sprintf("SchedulingProfile %s no longer serves schedulerName %s", prevOwner, sp.schedulerName))
+	}
 	r.profiles.Publish(sp.schedulerName, fwk)
 }
 

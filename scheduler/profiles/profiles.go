@@ -4,8 +4,15 @@
 // Publishing replaces an instance atomically: a scheduling or binding cycle
 // that started on the old instance finishes on it, and pods waiting at Permit
 // in it stay approvable. The old instance is closed once the last cycle that
-// uses it has released it. Removing a profile rejects the pods waiting in its
-// instance, so they return to pending, and closes it the same way.
+// uses it has released it. Removing a profile rejects the pods waiting in
+// every instance of it, the serving one and those still retiring, so that
+// none of them can be approved and bound after the profile is gone; they
+// return to pending, and the instances are closed the same way.
+//
+// Lock order: changeMu, then mu, then an instance's own waiting-pods lock
+// (GetWaitingPod calls into the instance under mu). Rejecting a waiting pod
+// makes its binding cycle release its Ref, which takes mu, so pods are
+// rejected with only changeMu held.
 package profiles
 
 import (
@@ -24,12 +31,18 @@ type Set struct {
 	// changeMu serializes Publish and Remove with the notification of
 	// subscribers, so every subscriber sees changes in the order they were
 	// made. Subscribers run with it held and must not publish or remove.
+	// Taken before mu, never while holding it.
 	changeMu sync.Mutex
 
 	// mu guards serving and retiring. The scheduling loop takes it for
-	// reading once per pod (Acquire); writers hold it only for a map update.
-	mu       sync.RWMutex
-	serving  map[string]*instance
+	// reading once per pod (Acquire); writers hold it only for a map update
+	// or to list instances. Taken after changeMu; under it the only other
+	// lock taken is an instance's waiting-pods lock (GetWaitingPod), and
+	// no waiting pod is ever allowed or rejected.
+	mu      sync.RWMutex
+	serving map[string]*instance
+	// retiring maps each replaced or removed instance still in use to the
+	// schedulerName it served, so that Remove finds every generation.
 	retiring map[*instance]string
 
 	subscribers []func(name string, fwk framework.Framework)
@@ -90,27 +103,40 @@ func (s *Set) Publish(name string, fwk framework.Framework) {
 	s.notify(name, fwk)
 }
 
-// Remove stops serving name. Pods waiting at Permit in its instance are
-// rejected with msg so they return to pending; cycles in flight finish.
-// It reports whether name was served.
+// Remove stops serving name. Pods waiting at Permit in any instance of it,
+// the serving one and every one still retiring after a Publish replaced it,
+// are rejected with msg so they return to pending and their reservations
+// are released by their binding cycles; cycles in flight finish. It reports
+// whether name was served.
 func (s *Set) Remove(name, msg string) bool {
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
 
 	s.mu.Lock()
 	old := s.serving[name]
-	if old != nil {
-		delete(s.serving, name)
-		s.retiring[old] = name
-	}
-	s.mu.Unlock()
 	if old == nil {
+		s.mu.Unlock()
 		return false
 	}
-	// Collect first: IterateOverWaitingPods holds the instance's lock, and
-	// a rejection makes the waiting pod's binding cycle remove it.
+	delete(s.serving, name)
+	s.retiring[old] = name
+	var instances []*instance
+	for inst, n := range s.retiring {
+		if n == name {
+			instances = append(instances, inst)
+		}
+	}
+	s.mu.Unlock()
+	// Without mu: a rejection makes the pod's binding cycle release its
+	// Ref, which takes mu. A retiring instance may be closed meanwhile by
+	// its last release; rejecting its pods again is then a no-op, as Close
+	// rejects them itself. Collect before rejecting: IterateOverWaitingPods
+	// holds the instance's lock, and a rejected pod's binding cycle removes
+	// it from there.
 	var waiting []framework.WaitingPod
-	old.fwk.IterateOverWaitingPods(func(wp framework.WaitingPod) { waiting = append(waiting, wp) })
+	for _, inst := range instances {
+		inst.fwk.IterateOverWaitingPods(func(wp framework.WaitingPod) { waiting = append(waiting, wp) })
+	}
 	for _, wp := range waiting {
 		wp.Reject("", msg)
 	}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -113,6 +114,73 @@ func TestRemoveRejectsWaitingPodsAndCloses(t *testing.T) {
 	}
 	if s.Remove("p", "again") {
 		t.Fatal("Remove of an unknown profile reported true")
+	}
+}
+
+func TestRemoveRejectsWaitingPodsOfEveryGeneration(t *testing.T) {
+	tests := []struct {
+		name string
+		// publish is how many generations of "p" are published in turn;
+		// each holds one waiting pod, named by its generation.
+		publish int
+		// release ends the cycles holding these generations (1-based)
+		// before Remove, so they are closed and gone.
+		release []int
+		want    map[types.UID]string
+	}{{
+		name:    "serving only",
+		publish: 1,
+		want:    map[types.UID]string{"g1": "SchedulingProfile p was deleted"},
+	}, {
+		name:    "serving and retiring generations",
+		publish: 3,
+		want: map[types.UID]string{
+			"g1": "SchedulingProfile p was deleted",
+			"g2": "SchedulingProfile p was deleted",
+			"g3": "SchedulingProfile p was deleted",
+		},
+	}, {
+		name:    "a generation already closed is left alone",
+		publish: 2,
+		release: []int{1},
+		want: map[types.UID]string{
+			"g1": "",
+			"g2": "SchedulingProfile p was deleted",
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSet(klog.Background())
+			other := &fakeWaitingPod{uid: "other"}
+			s.Publish("q", &fakeFramework{waiting: []*fakeWaitingPod{other}})
+			var pods []*fakeWaitingPod
+			var refs []Ref
+			for i := 1; i <= tc.publish; i++ {
+				wp := &fakeWaitingPod{uid: types.UID(fmt.Sprintf("g%d", i))}
+				pods = append(pods, wp)
+				s.Publish("p", &fakeFramework{waiting: []*fakeWaitingPod{wp}})
+				// The waiting pod's binding cycle holds its instance.
+				ref, _ := s.Acquire("p")
+				refs = append(refs, ref)
+			}
+			for _, i := range tc.release {
+				refs[i-1].Release()
+			}
+
+			if !s.Remove("p", "SchedulingProfile p was deleted") {
+				t.Fatal("Remove of a served profile reported false")
+			}
+			got := map[types.UID]string{}
+			for _, wp := range pods {
+				got[wp.uid] = wp.rejected
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("rejections (-want +got):\n%s", diff)
+			}
+			if other.rejected != "" {
+				t.Errorf("pod of another profile rejected with %q", other.rejected)
+			}
+		})
 	}
 }
 

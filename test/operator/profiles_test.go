@@ -207,6 +207,47 @@ var _ = Describe("SchedulingProfile controller", func() {
 		Expect(op.Profiles.Get("doomed")).To(BeNil())
 	})
 
+	It("rejects on deletion the pods held by an earlier generation of the profile too", func() {
+		nodes("renewed", 1, "4", "8Gi")
+		manualApproval := func(window string) string {
+			return profileManifest("renewed", fmt.Sprintf(`plugins:
+  multiPoint:
+    enabled:
+    - name: ManualApproval
+pluginConfig:
+- name: ManualApproval
+  args:
+    approvalWindow: %s`, window))
+		}
+		apply("renewed", manualApproval("10m"))
+		serving("renewed")
+		ns := namespace()
+		pod := createPod(poolPod(ns, "held-over", "renewed", "renewed", "100m", "128Mi"))
+		Eventually(waitingCondition(ns, "held-over", schedulingv1alpha1.WaitingPodWaiting)).Should(haveCondition(metav1.ConditionTrue, "Held"))
+
+		// A spec change retires generation 1; the pod stays held there.
+		apply("renewed", manualApproval("20m"))
+		serving("renewed")
+		Expect(getProfile("renewed").Status.ServingGeneration).To(BeEquivalentTo(2))
+		held, profile := op.Profiles.GetWaitingPod(pod.UID)
+		Expect(held).NotTo(BeNil())
+		Expect(profile).To(Equal("renewed"))
+		Expect(op.Profiles.Get("renewed").GetWaitingPod(pod.UID)).To(BeNil(), "the pod must be held by the retired generation, not the serving one")
+
+		kubectlOK("delete", "schedulingprofile", "renewed")
+		Eventually(scheduledCondition(pod)).Should(And(
+			Not(BeNil()),
+			HaveField("Status", corev1.ConditionFalse),
+			HaveField("Message", ContainSubstring("SchedulingProfile renewed was deleted")),
+		))
+		Eventually(func() bool { wp, _ := op.Profiles.GetWaitingPod(pod.UID); return wp == nil }).Should(BeTrue())
+		Eventually(op.Profiles.Retiring).Should(BeZero(), "the rejected pod's binding cycle releases the retired instance")
+
+		// No generation of the deleted profile may bind it any more.
+		kubectlOK("approve", "pod/held-over", "-n", ns)
+		Consistently(func() string { return scheduledPodNode(pod) }, "3s").Should(BeEmpty())
+	})
+
 	AfterEach(func() {
 		// Profiles are cluster-scoped; leave none behind for later specs.
 		var list schedulingv1alpha1.SchedulingProfileList
