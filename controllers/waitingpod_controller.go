@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,10 +33,12 @@ const (
 	reasonRecorded = "Recorded"
 )
 
-// WaitingPodReconciler carries people's decisions to the scheduler: an
-// approval allows every Permit plugin that holds the pod (or, if the pod is
-// not held now, retries it at once so it passes Permit), a rejection rejects
-// it. It also removes WaitingPods once their pod is bound or gone.
+// WaitingPodReconciler carries people's decisions to the ManualApproval
+// Permit plugin: an approval allows ManualApproval for the held pod (or, if
+// the pod is not held now, retries it at once so it passes Permit), a
+// rejection rejects it there. A decision never ends the hold of another
+// Permit plugin: a gang quorum or a quota is not a person's to waive. It
+// also removes WaitingPods once their pod is bound or gone.
 type WaitingPodReconciler struct {
 	client    client.Client
 	apiReader client.Reader
@@ -78,8 +82,7 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	uid := podUIDOf(wp)
-	if pod == nil || (uid != "" && pod.UID != uid) {
+	if uid := podUIDOf(wp); pod == nil || (uid != "" && pod.UID != uid) {
 		return r.expire(ctx, wp, "its pod is gone")
 	}
 	if pod.Spec.NodeName != "" {
@@ -88,7 +91,10 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return r.expire(ctx, wp, "its pod has finished")
 	}
-	if wp.Spec.Decision == "" || uid == "" {
+	// A decision is for the pod its spec names, never for whichever pod
+	// the scheduler reported (status.podUID): the API server refuses a
+	// decision without spec.podUID, and one stored before that rule is inert.
+	if wp.Spec.Decision == "" || wp.Spec.PodUID != pod.UID {
 		return ctrl.Result{}, nil
 	}
 
@@ -112,22 +118,36 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	if spec.Decision == schedulingv1alpha1.DecisionReject {
 		condType = schedulingv1alpha1.WaitingPodRejected
 	}
-	already := meta.IsStatusConditionTrue(wp.Status.Conditions, condType)
+	prev := meta.FindStatusCondition(wp.Status.Conditions, condType)
+	already := prev != nil && prev.Status == metav1.ConditionTrue
 
 	held, profile := r.profiles.GetWaitingPod(pod.UID)
+	var pending, others []string
+	if held != nil {
+		pending = held.GetPendingPlugins()
+		others = otherPlugins(pending)
+		if len(pending) == 0 {
+			// Every plugin allowed it already; it is on its way to binding.
+			held = nil
+		}
+	}
 	reason, msg := reasonRecorded, ""
 	switch {
+	case held != nil && !slices.Contains(pending, manualapproval.Name):
+		// Held, but not by ManualApproval (it allowed the pod already, or
+		// the profile does not run it): the decision is kept for
+		// ManualApproval and releases nothing.
+		reason = schedulingv1alpha1.ReasonHeldByOtherPlugins
+		msg = fmt.Sprintf("%s by %s, but the pod was not released: it is held by %s, not %s, and a decision does not release it from them",
+			decided(spec.Decision), spec.DecidedBy, strings.Join(others, ", "), manualapproval.Name)
 	case held != nil && spec.Decision == schedulingv1alpha1.DecisionApprove:
-		for _, plugin := range held.GetPendingPlugins() {
-			held.Allow(plugin)
-		}
+		held.Allow(manualapproval.Name)
 		reason, msg = reasonDelivered, fmt.Sprintf("Approved by %s; the pod proceeds to binding on %s", spec.DecidedBy, held.GetNodeName())
-	case held != nil:
-		plugin := manualapproval.Name
-		if pending := held.GetPendingPlugins(); len(pending) > 0 {
-			plugin = pending[0]
+		if len(others) > 0 {
+			msg = fmt.Sprintf("Approved by %s; the pod is still held on %s by %s, which an approval does not release", spec.DecidedBy, held.GetNodeName(), strings.Join(others, ", "))
 		}
-		held.Reject(plugin, manualapproval.RejectionMessage(spec))
+	case held != nil:
+		held.Reject(manualapproval.Name, manualapproval.RejectionMessage(spec))
 		reason, msg = reasonDelivered, fmt.Sprintf("Rejected by %s; the pod returned to pending", spec.DecidedBy)
 	case spec.Decision == schedulingv1alpha1.DecisionApprove:
 		// Not held now (never yet, or its window ended, or the scheduler
@@ -140,8 +160,8 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	default:
 		msg = fmt.Sprintf("Rejected by %s; the pod will not be let through Permit", spec.DecidedBy)
 	}
-	if already && reason == reasonRecorded {
-		// Delivered or recorded before; nothing new to say.
+	if already && reason != reasonDelivered && (prev.Reason == reason || prev.Reason == reasonDelivered) {
+		// Delivered, or said the same, before; nothing new to say.
 		return
 	}
 	if spec.Reason != "" {
@@ -150,13 +170,21 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	meta.SetStatusCondition(&wp.Status.Conditions, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	if !already {
 		eventType := corev1.EventTypeNormal
-		if condType == schedulingv1alpha1.WaitingPodRejected {
+		if condType == schedulingv1alpha1.WaitingPodRejected || reason == schedulingv1alpha1.ReasonHeldByOtherPlugins {
 			eventType = corev1.EventTypeWarning
 		}
 		// The event on the Pod is the audit line that outlives the WaitingPod.
 		r.recorder.Eventf(pod, wp, eventType, condType, "Decide", "%s", msg)
-		logger.Info("Delivered decision", "waitingPod", klog.KObj(wp), "decision", spec.Decision, "decidedBy", spec.DecidedBy, "profile", profile, "held", held != nil)
+		logger.Info("Delivered decision", "waitingPod", klog.KObj(wp), "decision", spec.Decision, "decidedBy", spec.DecidedBy, "profile", profile, "held", held != nil, "reason", reason)
 	}
+}
+
+// decided is how decision starts a message: "Approved" or "Rejected".
+func decided(decision schedulingv1alpha1.Decision) string {
+	if decision == schedulingv1alpha1.DecisionReject {
+		return "Rejected"
+	}
+	return "Approved"
 }
 
 // expire removes a WaitingPod whose pod no longer needs it, once it has
@@ -194,7 +222,9 @@ func (d Decisions) Decision(ctx context.Context, namespace, name string, uid typ
 	if err := d.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, wp); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if wp.Spec.Decision == "" || podUIDOf(wp) != uid {
+	// Only the pod the decision names: never status.podUID, which says
+	// which pod the scheduler held, not which pod a person decided on.
+	if wp.Spec.Decision == "" || wp.Spec.PodUID != uid {
 		return nil, nil
 	}
 	return &wp.Spec, nil

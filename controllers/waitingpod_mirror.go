@@ -23,6 +23,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
 // Condition reasons the mirror writes on WaitingPods.
@@ -228,12 +229,15 @@ func setObservedStatus(wp *schedulingv1alpha1.WaitingPod, obs *observation) {
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,
 			Message: fmt.Sprintf("Held on node %s by %s", obs.node, strings.Join(slices.Sorted(maps.Keys(obs.deadlines)), ", ")),
 		})
+		meta.SetStatusCondition(&st.Conditions, decidableCondition(slices.Collect(maps.Keys(obs.deadlines))))
 		// A new wait starts a new story: an earlier expiry no longer holds.
 		meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodExpired)
 		return
 	}
 	st.PendingPlugins = nil
 	st.Expires = nil
+	// Decidable speaks of a hold; there is none now.
+	meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodDecidable)
 	switch {
 	case obs.status.IsSuccess():
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -258,8 +262,42 @@ func setObservedStatus(wp *schedulingv1alpha1.WaitingPod, obs *observation) {
 	}
 }
 
-// podUIDOf is the pod a WaitingPod is about: the one its decision was made
-// for, else the one the scheduler held.
+// decidableCondition says whether a decision can end a hold by the pending
+// Permit plugins: only ManualApproval's hold is a person's to end.
+func decidableCondition(pending []string) metav1.Condition {
+	others := otherPlugins(pending)
+	if !slices.Contains(pending, manualapproval.Name) {
+		return metav1.Condition{
+			Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: fmt.Sprintf("Held by %s, not by %s; a decision does not release the pod from them", strings.Join(others, ", "), manualapproval.Name),
+		}
+	}
+	msg := fmt.Sprintf("%s holds the pod until a decision", manualapproval.Name)
+	if len(others) > 0 {
+		msg += fmt.Sprintf("; it is also held by %s, which a decision does not release", strings.Join(others, ", "))
+	}
+	return metav1.Condition{
+		Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision, Message: msg,
+	}
+}
+
+// otherPlugins are the pending Permit plugins other than ManualApproval,
+// sorted: the holds a decision never ends.
+func otherPlugins(pending []string) []string {
+	var others []string
+	for _, name := range pending {
+		if name != manualapproval.Name {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	return others
+}
+
+// podUIDOf is the pod a WaitingPod is about, to tell a leftover of an
+// earlier pod of the same name from the current one: the pod its spec
+// names, else the one the scheduler held. Decisions never use the fallback:
+// a decision applies only to the pod its spec.podUID names.
 func podUIDOf(wp *schedulingv1alpha1.WaitingPod) types.UID {
 	if wp.Spec.PodUID != "" {
 		return wp.Spec.PodUID

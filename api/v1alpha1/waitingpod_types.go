@@ -9,10 +9,14 @@ import (
 // +kubebuilder:validation:Enum=Approve;Reject
 type Decision string
 
+// A decision answers the ManualApproval Permit plugin only: it never
+// releases a pod from another Permit plugin (a gang quorum, a quota), whose
+// hold is that plugin's to end.
 const (
-	// DecisionApprove allows every Permit plugin that holds the pod.
+	// DecisionApprove allows ManualApproval for the pod.
 	DecisionApprove Decision = "Approve"
-	// DecisionReject rejects the pod; it returns to pending with the reason.
+	// DecisionReject rejects the pod at ManualApproval; it returns to
+	// pending with the reason.
 	DecisionReject Decision = "Reject"
 )
 
@@ -23,9 +27,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == oldSelf.decision)",message="decision cannot be changed once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.reason) == has(oldSelf.reason) && (!has(oldSelf.reason) || self.reason == oldSelf.reason) && has(self.decidedBy) == has(oldSelf.decidedBy) && (!has(oldSelf.decidedBy) || self.decidedBy == oldSelf.decidedBy))",message="reason and decidedBy cannot be changed once a decision is set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.podUID) || (has(self.podUID) && self.podUID == oldSelf.podUID)",message="podUID cannot be changed once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.decision) || (has(self.podUID) && size(self.podUID) > 0)",message="a decision must name its pod: set podUID to the UID of the pod it is for"
 type WaitingPodSpec struct {
-	// PodUID is the pod the decision applies to. A decision never applies to
-	// another pod that later takes the same name.
+	// PodUID is the pod the decision applies to; a decision requires it. A
+	// decision never applies to another pod that later takes the same name.
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
 
@@ -72,7 +77,7 @@ type WaitingPodStatus struct {
 	// Expires is the earliest deadline of the pending plugins.
 	// +optional
 	Expires *metav1.Time `json:"expires,omitempty"`
-	// Conditions: Waiting, Approved, Rejected, Expired.
+	// Conditions: Waiting, Decidable, Approved, Rejected, Expired.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -85,12 +90,29 @@ type WaitingPodStatus struct {
 const (
 	// WaitingPodWaiting is True while a Permit plugin holds the pod.
 	WaitingPodWaiting = "Waiting"
-	// WaitingPodApproved is True once an approval reached the scheduler.
+	// WaitingPodApproved is True once an approval reached the scheduler;
+	// its reason says whether it reached ManualApproval's hold, is recorded
+	// for later, or released nothing (ReasonHeldByOtherPlugins).
 	WaitingPodApproved = "Approved"
 	// WaitingPodRejected is True once the pod was rejected, by a person or a plugin.
 	WaitingPodRejected = "Rejected"
 	// WaitingPodExpired is True when a wait ended because its deadline passed.
 	WaitingPodExpired = "Expired"
+	// WaitingPodDecidable says, while the pod is held, whether a decision
+	// can end the hold: True when ManualApproval holds it, False when only
+	// other Permit plugins do, which a decision never releases. It is
+	// removed once the wait ends.
+	WaitingPodDecidable = "Decidable"
+)
+
+// Reasons of the Decidable condition, and of an Approved or Rejected
+// condition whose decision did not release the pod.
+const (
+	// ReasonAwaitingDecision: ManualApproval holds the pod until a decision.
+	ReasonAwaitingDecision = "AwaitingDecision"
+	// ReasonHeldByOtherPlugins: only Permit plugins other than
+	// ManualApproval hold the pod; a decision does not release it.
+	ReasonHeldByOtherPlugins = "HeldByOtherPlugins"
 )
 
 // WaitingPod is a pod held at the Permit extension point, made visible so a

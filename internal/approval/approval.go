@@ -15,9 +15,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
 // verbs is how each decision reads in messages.
@@ -107,7 +110,7 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	d := &decider{opts: o, client: c, clientset: cs, stdout: stdout}
+	d := &decider{opts: o, client: c, clientset: cs, stdout: stdout, stderr: stderr}
 	if err := d.run(ctx); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -165,6 +168,7 @@ type decider struct {
 	client    client.Client
 	clientset kubernetes.Interface
 	stdout    io.Writer
+	stderr    io.Writer
 	user      string
 }
 
@@ -208,12 +212,20 @@ func (d *decider) targets(ctx context.Context) ([]target, error) {
 	}
 	var out []target
 	for _, wp := range list.Items {
-		if wp.Spec.Decision == "" {
-			out = append(out, target{kind: "waitingpod", name: wp.Name})
+		if wp.Spec.Decision != "" {
+			continue
 		}
+		if others, held := heldByOthersOnly(&wp); held {
+			// --all means every pod a decision can release: say which were
+			// left alone rather than fail the whole run for them.
+			fmt.Fprintf(d.stderr, "Warning: waitingpod/%s skipped: it is held by %s, not %s, and a decision does not release it\n",
+				wp.Name, strings.Join(others, ", "), manualapproval.Name)
+			continue
+		}
+		out = append(out, target{kind: "waitingpod", name: wp.Name})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no undecided WaitingPods in namespace %s", d.opts.namespace)
+		return nil, fmt.Errorf("no undecided WaitingPods held by %s in namespace %s", manualapproval.Name, d.opts.namespace)
 	}
 	return out, nil
 }
@@ -238,10 +250,28 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		}
 		return fmt.Errorf("waitingpod %s/%s was already %s%s; a decision cannot be changed", wp.Namespace, wp.Name, verbs[wp.Spec.Decision], by)
 	}
+	if others, held := heldByOthersOnly(wp); held {
+		// Recording the decision would report a success that releases
+		// nothing: only ManualApproval's hold is a person's to end.
+		return fmt.Errorf("waitingpod %s/%s was not %s: it is held by %s, not %s, and a decision does not release it",
+			wp.Namespace, wp.Name, verbs[d.opts.decision], strings.Join(others, ", "), manualapproval.Name)
+	}
 	orig := wp.DeepCopy()
+	if wp.Spec.PodUID == "" {
+		// A decision must name its pod; the API server refuses it otherwise.
+		uid, err := d.podUID(ctx, wp.Name)
+		if err != nil {
+			return err
+		}
+		wp.Spec.PodUID = uid
+	}
 	d.fill(&wp.Spec)
+	still := ""
+	if others := otherPlugins(wp); len(others) > 0 && d.opts.decision == schedulingv1alpha1.DecisionApprove {
+		still = fmt.Sprintf("; still held by %s, which an approval does not release", strings.Join(others, ", "))
+	}
 	if d.opts.dryRun == "client" {
-		fmt.Fprintf(d.stdout, "waitingpod/%s %s (dry run)\n", wp.Name, verbs[d.opts.decision])
+		fmt.Fprintf(d.stdout, "waitingpod/%s %s%s (dry run)\n", wp.Name, verbs[d.opts.decision], still)
 		return nil
 	}
 	// The optimistic lock turns a race with another approver into a
@@ -252,8 +282,46 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		}
 		return err
 	}
-	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s\n", wp.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s%s\n", wp.Name, verbs[d.opts.decision], still, d.dryRunSuffix())
 	return nil
+}
+
+// podUID is the UID of the pending pod name, for a WaitingPod whose spec
+// does not name it yet.
+func (d *decider) podUID(ctx context.Context, name string) (types.UID, error) {
+	pod := &corev1.Pod{}
+	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("pod %s/%s is gone; there is nothing to decide", d.opts.namespace, name)
+		}
+		return "", err
+	}
+	if pod.Spec.NodeName != "" {
+		return "", fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	return pod.UID, nil
+}
+
+// heldByOthersOnly reports, from what the operator observed, whether only
+// Permit plugins other than ManualApproval hold the pod, and which.
+func heldByOthersOnly(wp *schedulingv1alpha1.WaitingPod) ([]string, bool) {
+	c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil, false
+	}
+	return otherPlugins(wp), true
+}
+
+// otherPlugins are the Permit plugins other than ManualApproval that hold
+// the pod, as the operator observed.
+func otherPlugins(wp *schedulingv1alpha1.WaitingPod) []string {
+	var others []string
+	for _, p := range wp.Status.PendingPlugins {
+		if p.Name != manualapproval.Name {
+			others = append(others, p.Name)
+		}
+	}
+	return others
 }
 
 func (d *decider) decideAhead(ctx context.Context, t target) error {

@@ -186,13 +186,39 @@ var _ = Describe("WaitingPod", func() {
 
 	It("accepts Approve and Reject and refuses any other decision", func() {
 		for _, d := range []schedulingv1alpha1.Decision{schedulingv1alpha1.DecisionApprove, schedulingv1alpha1.DecisionReject} {
-			wp := newWaitingPod("decided-"+string(d), schedulingv1alpha1.WaitingPodSpec{Decision: d})
+			wp := newWaitingPod("decided-"+string(d), schedulingv1alpha1.WaitingPodSpec{PodUID: "0b7e3c1a-uid", Decision: d})
 			wp.Name = "decided-" + map[schedulingv1alpha1.Decision]string{"Approve": "a", "Reject": "r"}[d]
 			Expect(k8sClient.Create(ctx, wp)).To(Succeed())
 			Expect(k8sClient.Delete(ctx, wp)).To(Succeed())
 		}
-		wp := newWaitingPod("maybe", schedulingv1alpha1.WaitingPodSpec{Decision: "Maybe"})
+		wp := newWaitingPod("maybe", schedulingv1alpha1.WaitingPodSpec{PodUID: "0b7e3c1a-uid", Decision: "Maybe"})
 		expectInvalid(k8sClient.Create(ctx, wp), `spec.decision: Unsupported value: "Maybe": supported values: "Approve", "Reject"`)
+	})
+
+	It("refuses a decision that does not name its pod's UID", func() {
+		const msg = "a decision must name its pod: set podUID to the UID of the pod it is for"
+		for _, d := range []schedulingv1alpha1.Decision{schedulingv1alpha1.DecisionApprove, schedulingv1alpha1.DecisionReject} {
+			wp := newWaitingPod("unnamed", schedulingv1alpha1.WaitingPodSpec{Decision: d, DecidedBy: "alice"})
+			expectInvalid(k8sClient.Create(ctx, wp), msg)
+		}
+
+		// Nor can a decision be added later to a WaitingPod that names no pod:
+		// it would apply to whichever pod the scheduler holds under that name.
+		wp := newWaitingPod("unnamed", schedulingv1alpha1.WaitingPodSpec{})
+		Expect(k8sClient.Create(ctx, wp)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, wp)).To(Succeed()) })
+		wp.Status.PodUID = "0b7e3c1a-uid"
+		Expect(k8sClient.Status().Update(ctx, wp)).To(Succeed())
+		wp.Spec.Decision = schedulingv1alpha1.DecisionApprove
+		expectInvalid(k8sClient.Update(ctx, wp), msg)
+
+		// Empty is no name either.
+		raw := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": schedulingv1alpha1.GroupVersion.String(), "kind": "WaitingPod",
+			"metadata": map[string]any{"namespace": ns, "name": "empty-uid"},
+			"spec":     map[string]any{"podUID": "", "decision": "Approve"},
+		}}
+		expectInvalid(k8sClient.Create(ctx, raw), msg)
 	})
 
 	It("refuses to change a decision, its reason or its author once set", func() {

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +37,22 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		}
 		Expect(adminClient.Create(ctx, wp)).To(Succeed())
 		return wp
+	}
+	// holdBy writes the status the operator's mirror writes for a pod held
+	// by plugins.
+	holdBy := func(wp *schedulingv1alpha1.WaitingPod, plugins ...string) {
+		GinkgoHelper()
+		wp.Status.PodUID = wp.Spec.PodUID
+		wp.Status.PendingPlugins = nil
+		decidable := metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins, Message: "Held by other plugins"}
+		for _, p := range plugins {
+			wp.Status.PendingPlugins = append(wp.Status.PendingPlugins, schedulingv1alpha1.PendingPlugin{Name: p})
+			if p == "ManualApproval" {
+				decidable = metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision, Message: "ManualApproval holds the pod"}
+			}
+		}
+		meta.SetStatusCondition(&wp.Status.Conditions, decidable)
+		Expect(adminClient.Status().Update(ctx, wp)).To(Succeed())
 	}
 	get := func(name string) *schedulingv1alpha1.WaitingPod {
 		GinkgoHelper()
@@ -115,6 +132,46 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		r = kubectlAs("alice", "approve", "deployment/web", "-n", ns)
 		Expect(r.Code).To(Equal(2))
 		Expect(r.Stderr).To(ContainSubstring(`"deployment/web": only waitingpod/NAME and pod/NAME can be decided`))
+	})
+
+	It("refuses to decide a pod that only other Permit plugins hold, and says so", func() {
+		holdBy(held("gang-0", nil), "Coscheduling")
+		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
+			r := kubectlAs("alice", verb, "waitingpod/gang-0", "-n", ns)
+			Expect(r.Code).To(Equal(1))
+			Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod %s/gang-0 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it", ns, done)))
+			Expect(r.Stderr).To(ContainSubstring("error: 1 of 1 not"))
+		}
+		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
+	})
+
+	It("skips pods only other Permit plugins hold under --all, with a warning", func() {
+		holdBy(held("gang-0", map[string]string{"app": "batch"}), "Coscheduling")
+		holdBy(held("batch-0", map[string]string{"app": "batch"}), "ManualApproval")
+		r := kubectlAs("alice", "approve", "--all", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/batch-0 approved\n"))
+		Expect(r.Stderr).To(Equal("Warning: waitingpod/gang-0 skipped: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"))
+		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
+		Expect(get("batch-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+
+		r = kubectlAs("alice", "approve", "--all", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("no undecided WaitingPods held by ManualApproval in namespace " + ns))
+	})
+
+	It("says which other plugins still hold a pod it approves", func() {
+		holdBy(held("both", nil), "Coscheduling", "ManualApproval")
+		Expect(run("alice", "approve", "both", "-n", ns)).To(Equal("waitingpod/both approved; still held by Coscheduling, which an approval does not release\n"))
+		Expect(get("both").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+	})
+
+	It("fills in the pod's UID on a WaitingPod that does not name it", func() {
+		pod := pendingPod(ns, "unnamed", nil)
+		Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		Expect(adminClient.Create(ctx, &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unnamed"}})).To(Succeed())
+		Expect(run("alice", "approve", "unnamed", "-n", ns)).To(Equal("waitingpod/unnamed approved\n"))
+		Expect(get("unnamed").Spec.PodUID).To(Equal(pod.UID))
 	})
 
 	It("is refused to users without the approver role", func() {

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 func getWaitingPod(ns, name string) (*schedulingv1alpha1.WaitingPod, error) {
@@ -154,5 +158,143 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		for _, name := range []string{"approvals", "short-window"} {
 			kubectlOK("delete", "schedulingprofile", name)
 		}
+	})
+})
+
+// testGateName is a Permit plugin of these tests that stands for a gang or
+// quota plugin: it holds pods labelled test-gate=hold, and only its own
+// code (here, the test) may release them.
+const testGateName = "TestGate"
+
+type testGate struct{}
+
+var _ framework.PermitPlugin = testGate{}
+
+func (testGate) Name() string { return testGateName }
+
+func (testGate) Permit(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, _ string) (*framework.Status, time.Duration) {
+	if pod.Labels["test-gate"] != "hold" {
+		return nil, 0
+	}
+	return framework.NewStatus(framework.Wait), 10 * time.Minute
+}
+
+// registerTestGate adds TestGate to a registry.
+func registerTestGate(r runtime.Registry) error {
+	return r.Register(testGateName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		return testGate{}, nil
+	}, runtime.ArgsSpec{})
+}
+
+var _ = Describe("Decisions answer ManualApproval only", Ordered, func() {
+	BeforeAll(func() {
+		stopOperator()
+		startOperator(registerTestGate)
+		nodes("gated", 2, "4", "8Gi")
+		apply("gated", profileManifest("gated", `plugins:
+  multiPoint:
+    enabled:
+    - name: ManualApproval
+    - name: TestGate
+pluginConfig:
+- name: ManualApproval
+  args:
+    podSelector:
+      matchLabels:
+        needs-approval: "true"`))
+		serving("gated")
+	})
+
+	// gatedPod creates a pod of the gated profile; gate: TestGate holds it,
+	// approval: ManualApproval does.
+	gatedPod := func(ns, name string, gate, approval bool) *corev1.Pod {
+		GinkgoHelper()
+		pod := poolPod(ns, name, "gated", "gated", "100m", "128Mi")
+		pod.Labels = map[string]string{}
+		if gate {
+			pod.Labels["test-gate"] = "hold"
+		}
+		if approval {
+			pod.Labels["needs-approval"] = "true"
+		}
+		return createPod(pod)
+	}
+	pendingPlugins := func(pod *corev1.Pod) func() []string {
+		return func() []string {
+			held, _ := op.Profiles.GetWaitingPod(pod.UID)
+			if held == nil {
+				return nil
+			}
+			return held.GetPendingPlugins()
+		}
+	}
+
+	It("does not release a pod only another Permit plugin holds, and says so", func() {
+		ns := namespace()
+		pod := gatedPod(ns, "gang-0", true, false)
+		Eventually(waitingCondition(ns, "gang-0", schedulingv1alpha1.WaitingPodDecidable)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonHeldByOtherPlugins),
+			HaveField("Message", "Held by TestGate, not by ManualApproval; a decision does not release the pod from them"),
+		))
+		wp, err := getWaitingPod(ns, "gang-0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wp.Status.PendingPlugins).To(HaveExactElements(HaveField("Name", testGateName)))
+
+		r, err := kubectl.Run("approve", "gang-0", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(ContainSubstring("was not approved: it is held by TestGate, not ManualApproval"))
+
+		// Even a decision written past kubectl releases nothing.
+		kubectlOK("patch", "waitingpod", "gang-0", "-n", ns, "--type", "merge",
+			"-p", fmt.Sprintf(`{"spec":{"decision":"Approve","decidedBy":"admin","podUID":%q}}`, pod.UID))
+		Eventually(waitingCondition(ns, "gang-0", schedulingv1alpha1.WaitingPodApproved)).Should(And(
+			haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonHeldByOtherPlugins),
+			HaveField("Message", ContainSubstring("the pod was not released: it is held by TestGate")),
+		))
+		Consistently(func() string { return scheduledPodNode(pod) }, "2s").Should(BeEmpty())
+		Expect(pendingPlugins(pod)()).To(Equal([]string{testGateName}))
+	})
+
+	It("allows ManualApproval only for a pod that another plugin holds too", func() {
+		ns := namespace()
+		pod := gatedPod(ns, "both", true, true)
+		Eventually(waitingCondition(ns, "both", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		Expect(pendingPlugins(pod)()).To(Equal([]string{"ManualApproval", testGateName}))
+
+		Expect(kubectlOK("approve", "both", "-n", ns)).To(Equal("waitingpod/both approved; still held by TestGate, which an approval does not release\n"))
+		Eventually(pendingPlugins(pod)).Should(Equal([]string{testGateName}))
+		Consistently(func() string { return scheduledPodNode(pod) }, "2s").Should(BeEmpty())
+
+		// Once TestGate itself lets go, the approved pod binds.
+		held, _ := op.Profiles.GetWaitingPod(pod.UID)
+		held.Allow(testGateName)
+		Expect(boundNode(pod)).To(HavePrefix("gated-"))
+	})
+
+	It("rejects at ManualApproval a pod that another plugin holds too", func() {
+		ns := namespace()
+		pod := gatedPod(ns, "both-rejected", true, true)
+		Eventually(waitingCondition(ns, "both-rejected", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		kubectlOK("reject", "both-rejected", "-n", ns, "--reason", "over budget")
+		Eventually(scheduledCondition(pod)).Should(And(
+			Not(BeNil()),
+			HaveField("Status", corev1.ConditionFalse),
+			HaveField("Message", ContainSubstring("rejected at Permit by admin: over budget")),
+		))
+	})
+
+	It("still binds a pod that only ManualApproval holds on approval", func() {
+		ns := namespace()
+		pod := gatedPod(ns, "approval-only", false, true)
+		Eventually(waitingCondition(ns, "approval-only", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		Expect(kubectlOK("approve", "approval-only", "-n", ns)).To(Equal("waitingpod/approval-only approved\n"))
+		Expect(boundNode(pod)).To(HavePrefix("gated-"))
+	})
+
+	AfterAll(func() {
+		kubectlOK("delete", "schedulingprofile", "gated")
+		stopOperator()
+		startOperator()
 	})
 })

@@ -27,6 +27,7 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -94,9 +95,14 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// startOperator runs the operator as main.go wires it, in this process.
-func startOperator() {
+// startOperator runs the operator as main.go wires it, in this process,
+// with the in-tree plugins and whatever extra adds to them.
+func startOperator(extra ...func(runtime.Registry) error) {
 	GinkgoHelper()
+	registry := plugins.NewInTreeRegistry()
+	for _, add := range extra {
+		Expect(add(registry)).To(Succeed())
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -107,7 +113,7 @@ func startOperator() {
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	op, err = operator.Setup(ctx, mgr, operator.Options{
-		Registry:               plugins.NewInTreeRegistry(),
+		Registry:               registry,
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    retention,
 	})

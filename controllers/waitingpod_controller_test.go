@@ -1,0 +1,276 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
+	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+)
+
+// fakeWaitingPod records what the reconciler told the held pod.
+type fakeWaitingPod struct {
+	framework.WaitingPod
+	pod      *corev1.Pod
+	pending  []string
+	allowed  []string
+	rejected []string
+}
+
+func (w *fakeWaitingPod) GetPod() *corev1.Pod         { return w.pod }
+func (w *fakeWaitingPod) GetNodeName() string         { return "node-1" }
+func (w *fakeWaitingPod) GetPendingPlugins() []string { return w.pending }
+func (w *fakeWaitingPod) Allow(plugin string)         { w.allowed = append(w.allowed, plugin) }
+func (w *fakeWaitingPod) Reject(plugin, _ string) bool {
+	w.rejected = append(w.rejected, plugin)
+	return true
+}
+
+// fakeFramework holds at most one waiting pod; the reconciler uses no other
+// method of a framework that holds it.
+type fakeFramework struct {
+	framework.Framework
+	waiting   *fakeWaitingPod
+	activated []string
+}
+
+func (f *fakeFramework) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		f.activated = append(f.activated, key)
+	}
+}
+
+func (f *fakeFramework) GetWaitingPod(uid types.UID) framework.WaitingPod {
+	if f.waiting == nil || f.waiting.pod.UID != uid {
+		return nil
+	}
+	return f.waiting
+}
+
+func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
+	const podUID = types.UID("pod-uid")
+	for _, tc := range []struct {
+		name     string
+		decision schedulingv1alpha1.Decision
+		// specUID is the pod the decision names.
+		specUID types.UID
+		// pending are the Permit plugins holding the pod; nil: not held.
+		pending []string
+
+		wantAllowed   []string
+		wantRejected  []string
+		wantActivated []string
+		wantCondition *metav1.Condition
+	}{{
+		name:          "an approval allows ManualApproval",
+		decision:      schedulingv1alpha1.DecisionApprove,
+		specUID:       podUID,
+		pending:       []string{manualapproval.Name},
+		wantAllowed:   []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice; the pod proceeds to binding on node-1"},
+	}, {
+		name:          "an approval allows ManualApproval and leaves another plugin's hold",
+		decision:      schedulingv1alpha1.DecisionApprove,
+		specUID:       podUID,
+		pending:       []string{"Gang", manualapproval.Name},
+		wantAllowed:   []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice; the pod is still held on node-1 by Gang, which an approval does not release"},
+	}, {
+		name:     "an approval does not release a pod held by other plugins only",
+		decision: schedulingv1alpha1.DecisionApprove,
+		specUID:  podUID,
+		pending:  []string{"Gang", "Quota"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: "Approved by alice, but the pod was not released: it is held by Gang, Quota, not ManualApproval, and a decision does not release it from them"},
+	}, {
+		name:         "a rejection rejects at ManualApproval, not at the first pending plugin",
+		decision:     schedulingv1alpha1.DecisionReject,
+		specUID:      podUID,
+		pending:      []string{"Gang", manualapproval.Name},
+		wantRejected: []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: reasonDelivered,
+			Message: "Rejected by alice; the pod returned to pending"},
+	}, {
+		name:     "a rejection does not touch a pod held by other plugins only",
+		decision: schedulingv1alpha1.DecisionReject,
+		specUID:  podUID,
+		pending:  []string{"Gang"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: "Rejected by alice, but the pod was not released: it is held by Gang, not ManualApproval, and a decision does not release it from them"},
+	}, {
+		name:          "an approval for a pod not held is recorded",
+		decision:      schedulingv1alpha1.DecisionApprove,
+		specUID:       podUID,
+		wantActivated: []string{"ns/train-0"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonRecorded, Message: "Approved by alice; applies when the pod reaches Permit"},
+	}, {
+		// Stored before the API server required spec.podUID: status.podUID
+		// says which pod was held, not which one alice decided on.
+		name:     "a decision without spec.podUID is not delivered",
+		decision: schedulingv1alpha1.DecisionApprove,
+		pending:  []string{manualapproval.Name},
+	}, {
+		name:     "a decision for another pod of the same name is not delivered",
+		decision: schedulingv1alpha1.DecisionApprove,
+		specUID:  "earlier-pod-uid",
+		pending:  []string{manualapproval.Name},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := klog.NewContext(context.Background(), klog.Background())
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: podUID},
+				Spec:       corev1.PodSpec{SchedulerName: "approvals"},
+			}
+			wp := &schedulingv1alpha1.WaitingPod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"},
+				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: tc.specUID, Decision: tc.decision, DecidedBy: "alice"},
+				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
+			}
+			scheme := runtime.NewScheme()
+			utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, wp).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
+
+			fwk := &fakeFramework{}
+			if tc.pending != nil {
+				fwk.waiting = &fakeWaitingPod{pod: pod, pending: tc.pending}
+			}
+			set := profiles.NewSet(klog.Background())
+			set.Publish("approvals", fwk)
+			r := NewWaitingPodReconciler(c, c, set, events.NewFakeRecorder(10), time.Minute)
+
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wp)}); err != nil {
+				t.Fatal(err)
+			}
+
+			var allowed, rejected []string
+			if fwk.waiting != nil {
+				allowed, rejected = fwk.waiting.allowed, fwk.waiting.rejected
+			}
+			if diff := cmp.Diff(tc.wantAllowed, allowed); diff != "" {
+				t.Errorf("Allow calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRejected, rejected); diff != "" {
+				t.Errorf("Reject calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantActivated, fwk.activated); diff != "" {
+				t.Errorf("Activate calls (-want +got):\n%s", diff)
+			}
+			// A WaitingPod for an earlier pod of the name is removed.
+			got := &schedulingv1alpha1.WaitingPod{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(wp), got); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+			var cond *metav1.Condition
+			for _, typ := range []string{schedulingv1alpha1.WaitingPodApproved, schedulingv1alpha1.WaitingPodRejected} {
+				if c := meta.FindStatusCondition(got.Status.Conditions, typ); c != nil {
+					cond = c
+				}
+			}
+			if diff := cmp.Diff(tc.wantCondition, cond, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("decision condition (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecisionsNeverFallBackToStatusPodUID(t *testing.T) {
+	const podUID = types.UID("pod-uid")
+	for _, tc := range []struct {
+		name string
+		spec schedulingv1alpha1.WaitingPodSpec
+		want *schedulingv1alpha1.WaitingPodSpec
+	}{{
+		name: "a decision for the pod",
+		spec: schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+		want: &schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+	}, {
+		name: "a decision that names no pod",
+		spec: schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+	}, {
+		name: "a decision for an earlier pod of the same name",
+		spec: schedulingv1alpha1.WaitingPodSpec{PodUID: "earlier", Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+	}, {
+		name: "no decision",
+		spec: schedulingv1alpha1.WaitingPodSpec{PodUID: podUID},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+			wp := &schedulingv1alpha1.WaitingPod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"},
+				Spec:       tc.spec,
+				// The scheduler holds this very pod.
+				Status: schedulingv1alpha1.WaitingPodStatus{PodUID: podUID},
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wp).Build()
+			got, err := Decisions{Reader: c}.Decision(context.Background(), "ns", "train-0", podUID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecidableCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending []string
+		want    metav1.Condition
+	}{{
+		name:    "ManualApproval alone",
+		pending: []string{manualapproval.Name},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
+			Message: "ManualApproval holds the pod until a decision"},
+	}, {
+		name:    "ManualApproval and others",
+		pending: []string{"Quota", manualapproval.Name, "Gang"},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
+			Message: "ManualApproval holds the pod until a decision; it is also held by Gang, Quota, which a decision does not release"},
+	}, {
+		name:    "others only",
+		pending: []string{"Gang"},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: "Held by Gang, not by ManualApproval; a decision does not release the pod from them"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decidableCondition(tc.pending)); diff != "" {
+				t.Errorf("decidableCondition (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestObservedStatusRemovesDecidableOnceResolved(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "pod-uid"}}
+	wp := &schedulingv1alpha1.WaitingPod{}
+	setObservedStatus(wp, &observation{pod: pod, profile: "p", node: "node-1", deadlines: map[string]time.Time{"Gang": time.Now()}})
+	if got := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable); got == nil || got.Status != metav1.ConditionFalse {
+		t.Fatalf("Decidable while held by Gang only = %+v, want False", got)
+	}
+	setObservedStatus(wp, &observation{pod: pod, profile: "p", resolved: true})
+	if got := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable); got != nil {
+		t.Errorf("Decidable after the wait ended = %+v, want none", got)
+	}
+}
