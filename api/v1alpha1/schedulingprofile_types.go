@@ -173,11 +173,13 @@ type SchedulingProfileStatus struct {
 	// +optional
 	ServingGeneration int64 `json:"servingGeneration,omitempty"`
 
-	// ServingSpec is the spec of servingGeneration. It lets the last valid
-	// spec keep serving across operator restarts and leader changes while
-	// the current spec is invalid.
+	// ServingRevision names the ControllerRevision that holds the spec of
+	// servingGeneration. It lets the last valid spec keep serving across
+	// operator restarts and leader changes while the current spec is
+	// invalid. The spec lives there, not in status, so that a large spec
+	// cannot make status too large to write.
 	// +optional
-	ServingSpec *SchedulingProfileSpec `json:"servingSpec,omitempty"`
+	ServingRevision *RevisionReference `json:"servingRevision,omitempty"`
 
 	// Plugins is what the serving instance runs at each extension point.
 	// +optional
@@ -198,6 +200,18 @@ type SchedulingProfileStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
+// RevisionReference names a ControllerRevision (apps/v1) owned by the
+// profile, and the hash of its data.
+type RevisionReference struct {
+	// Namespace of the ControllerRevision: the operator's own.
+	Namespace string `json:"namespace"`
+	// Name of the ControllerRevision.
+	Name string `json:"name"`
+	// Hash is "sha256:" and the hex SHA-256 of the revision's data, checked
+	// before the spec is served again.
+	Hash string `json:"hash"`
+}
+
 // Condition types and reasons of a SchedulingProfile.
 const (
 	// ProfileAccepted is True when the current spec is valid and its
@@ -210,6 +224,9 @@ const (
 	ReasonBuilt = "Built"
 	// ReasonInvalidSpec: the spec cannot be built; the message says why.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSpecTooLarge: the spec is larger than the operator accepts, so
+	// that its status and its stored copy always fit the API server's limits.
+	ReasonSpecTooLarge = "SpecTooLarge"
 	// ReasonSchedulerNameConflict: an older profile claims the same schedulerName.
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
 	// ReasonReservedSchedulerName: the schedulerName is reserved for another scheduler.

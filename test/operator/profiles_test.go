@@ -1,16 +1,68 @@
 package operator_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/controllers"
 )
+
+// largeProfile is a valid profile whose spec is about size bytes of JSON:
+// NodeAffinity's addedAffinity keeps pods off a long list of zones.
+func largeProfile(name string, size int) *schedulingv1alpha1.SchedulingProfile {
+	var values []string
+	for n := 0; n < size; n += len(`"zone-0000000",`) {
+		values = append(values, fmt.Sprintf("zone-%07d", len(values)))
+	}
+	args, err := json.Marshal(map[string]any{
+		"addedAffinity": corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpNotIn, Values: values,
+			}}}},
+		}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return &schedulingv1alpha1.SchedulingProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: schedulingv1alpha1.SchedulingProfileSpec{
+			PluginConfig: []schedulingv1alpha1.PluginConfig{{Name: "NodeAffinity", Args: runtime.RawExtension{Raw: args}}},
+		},
+	}
+}
+
+// reconcileErrors is how many reconciles of profiles have failed so far,
+// in this process.
+func reconcileErrors() float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "schedulingprofile" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
 
 func profileManifest(name, spec string) string {
 	return fmt.Sprintf(`apiVersion: scheduling.schedprofiles.io/v1alpha1
@@ -246,6 +298,57 @@ pluginConfig:
 		// No generation of the deleted profile may bind it any more.
 		kubectlOK("approve", "pod/held-over", "-n", ns)
 		Consistently(func() string { return scheduledPodNode(pod) }, "3s").Should(BeEmpty())
+	})
+
+	It("serves a profile of nearly 1 MB, its last valid spec kept in a ControllerRevision, across a restart", func() {
+		nodes("bulky", 1, "4", "8Gi")
+		errorsBefore := reconcileErrors()
+		sp := largeProfile("bulky", 900_000)
+		Expect(k8sClient.Create(ctx, sp)).To(Succeed())
+		serving("bulky")
+
+		ref := getProfile("bulky").Status.ServingRevision
+		Expect(ref).NotTo(BeNil())
+		rev := &appsv1.ControllerRevision{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, rev)).To(Succeed())
+		Expect(len(rev.Data.Raw)).To(BeNumerically(">", 900_000))
+		Expect(metav1.GetControllerOf(rev)).To(HaveField("UID", sp.UID))
+		var data any
+		Expect(json.Unmarshal(rev.Data.Raw, &data)).To(Succeed())
+		canonical, err := json.Marshal(data)
+		Expect(err).NotTo(HaveOccurred())
+		sum := sha256.Sum256(canonical)
+		Expect(ref.Hash).To(Equal("sha256:"+hex.EncodeToString(sum[:])), "the hash is of the data in canonical JSON")
+
+		// An invalid update, then a restart: the large last valid spec is
+		// read back from its revision and serves again.
+		sp = getProfile("bulky")
+		sp.Spec.Plugins = &schedulingv1alpha1.Plugins{Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}}}
+		Expect(k8sClient.Update(ctx, sp)).To(Succeed())
+		Eventually(profileCondition("bulky", schedulingv1alpha1.ProfileAccepted)).Should(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec))
+		stopOperator()
+		startOperator()
+		Eventually(func() bool { return op.Profiles.Get("bulky") != nil }).Should(BeTrue())
+		Expect(getProfile("bulky").Status.ServingGeneration).To(BeEquivalentTo(1))
+		Expect(profileCondition("bulky", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonServing))
+		ns := namespace()
+		Expect(boundNode(createPod(poolPod(ns, "large-profile", "bulky", "bulky", "100m", "128Mi")))).To(Equal("bulky-0"))
+		Expect(reconcileErrors()).To(Equal(errorsBefore))
+	})
+
+	It("refuses a spec over the size limit with a clear reason, without retrying", func() {
+		errorsBefore := reconcileErrors()
+		Expect(k8sClient.Create(ctx, largeProfile("huge", controllers.MaxSpecBytes+50_000))).To(Succeed())
+		Eventually(profileCondition("huge", schedulingv1alpha1.ProfileAccepted)).Should(And(
+			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge),
+			HaveField("Message", ContainSubstring(fmt.Sprintf("more than the %d bytes a profile spec may have", controllers.MaxSpecBytes))),
+		))
+		Expect(profileCondition("huge", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing))
+		Eventually(eventNotes("SchedulingProfile", "", "huge", schedulingv1alpha1.ReasonSpecTooLarge)).ShouldNot(BeEmpty())
+		Expect(op.Profiles.Get("huge")).To(BeNil())
+		version := getProfile("huge").ResourceVersion
+		Consistently(func() string { return getProfile("huge").ResourceVersion }, "2s").Should(Equal(version), "status is not rewritten")
+		Expect(reconcileErrors()).To(Equal(errorsBefore))
 	})
 
 	AfterEach(func() {
