@@ -13,11 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -40,42 +47,128 @@ const (
 // Permit plugin: a gang quorum or a quota is not a person's to waive. It
 // also removes WaitingPods once their pod is bound or gone.
 type WaitingPodReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	profiles  *profiles.Set
-	recorder  events.EventRecorder
-	retention time.Duration
+	client client.Client
+	// podInformer is the scheduling loop's pod informer (every pod that is
+	// not finished): the reconciler reads and watches pods there rather
+	// than caching them a second time or asking the API server per
+	// reconcile.
+	podInformer toolscache.SharedIndexInformer
+	pods        corelisters.PodLister
+	profiles    *profiles.Set
+	recorder    events.EventRecorder
+	retention   time.Duration
 }
 
-// NewWaitingPodReconciler returns the reconciler. apiReader reads pods
-// straight from the API server, so the operator does not cache every pod a
-// second time; retention is how long a resolved WaitingPod is kept.
-func NewWaitingPodReconciler(c client.Client, apiReader client.Reader, set *profiles.Set, recorder events.EventRecorder, retention time.Duration) *WaitingPodReconciler {
-	return &WaitingPodReconciler{client: c, apiReader: apiReader, profiles: set, recorder: recorder, retention: retention}
+// NewWaitingPodReconciler returns the reconciler. podInformer must leave
+// out finished pods only, as the scheduling loop's does: a pod it does not
+// show is treated as gone or finished. retention is how long a resolved
+// WaitingPod is kept.
+func NewWaitingPodReconciler(c client.Client, podInformer toolscache.SharedIndexInformer, set *profiles.Set, recorder events.EventRecorder, retention time.Duration) *WaitingPodReconciler {
+	return &WaitingPodReconciler{
+		client:      c,
+		podInformer: podInformer,
+		pods:        corelisters.NewPodLister(podInformer.GetIndexer()),
+		profiles:    set,
+		recorder:    recorder,
+		retention:   retention,
+	}
 }
 
-// waitingPodWorkers reconcile WaitingPods in parallel: each reconcile reads
-// its pod from the API server, and a burst of decisions must not queue
-// behind one another. The reconciler keeps no state of its own.
+// waitingPodWorkers reconcile WaitingPods in parallel: a burst of decisions
+// must not queue behind one another's status writes. The reconciler keeps
+// no state of its own.
 const waitingPodWorkers = 4
 
-// SetupWithManager registers the reconciler.
+// SetupWithManager registers the reconciler. Besides WaitingPods it watches
+// their pods, so a WaitingPod goes when its pod is bound, finished or
+// deleted, without being re-read on a timer.
 func (r *WaitingPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedulingv1alpha1.WaitingPod{}).
+		WatchesRawSource(&syncedInformerSource{
+			Informer: source.Informer{
+				Informer:   r.podInformer,
+				Handler:    handler.EnqueueRequestsFromMapFunc(r.waitingPodOf),
+				Predicates: []predicate.Predicate{podLeftPending()},
+			},
+			synced: r.podInformer.HasSynced,
+		}).
 		Named("waitingpod").
 		WithOptions(controller.Options{MaxConcurrentReconciles: waitingPodWorkers}).
 		Complete(r)
+}
+
+// podLeftPending passes the pod events that can end a WaitingPod: the pod
+// was bound, or it left the informer (deleted, or finished: the informer
+// leaves finished pods out). Every other pod event, the bulk of them, is of
+// no interest to a decision. A pod created again under the same name shows
+// as the earlier one's deletion.
+func podLeftPending() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
+			newPod, okNew := e.ObjectNew.(*corev1.Pod)
+			return okOld && okNew && oldPod.Spec.NodeName == "" && newPod.Spec.NodeName != ""
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// waitingPodOf maps a pod to its WaitingPod (same namespace and name), if
+// the cache holds one: most pods never wait for a decision, and their
+// events must not cost a reconcile.
+func (r *WaitingPodReconciler) waitingPodOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	key := client.ObjectKeyFromObject(obj)
+	if err := r.client.Get(ctx, key, &schedulingv1alpha1.WaitingPod{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Reading the WaitingPod of a pod", "pod", klog.KObj(obj))
+		}
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// syncedInformerSource is source.Informer that the controller waits for:
+// the reconciler reads pods from the informer, and before it has synced a
+// pod missing from it is not a pod that is gone.
+type syncedInformerSource struct {
+	source.Informer
+	synced toolscache.InformerSynced
+}
+
+var _ source.SyncingSource = &syncedInformerSource{}
+
+// WaitForSync blocks until the informer has synced or ctx ends.
+func (s *syncedInformerSource) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced) {
+		return fmt.Errorf("the pod informer did not sync: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
 // Reconcile delivers the decision on one WaitingPod and cleans it up.
 func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wp := &schedulingv1alpha1.WaitingPod{}
 	if err := r.client.Get(ctx, req.NamespacedName, wp); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Removed while its pod may still be pending: a rejection undone
+			// (kubectl reject --undo). ManualApproval registers no cluster
+			// events, since none resolves a person's rejection, so the pod
+			// would wait in the unschedulable pool for the periodic flush.
+			// Retry it at once: with no decision left, ManualApproval holds
+			// it again for a new one. A bound or gone pod is not retried.
+			if pod, perr := r.pods.Pods(req.Namespace).Get(req.Name); perr == nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+				if fwk := r.profiles.Get(pod.Spec.SchedulerName); fwk != nil {
+					fwk.Activate(klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+				}
+			}
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	pod := &corev1.Pod{}
-	err := r.apiReader.Get(ctx, req.NamespacedName, pod)
+	// The informer's pod is shared: read it, never change it.
+	pod, err := r.pods.Pods(req.Namespace).Get(req.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = nil
@@ -105,8 +198,10 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	}
-	// Come back to remove it once the pod is bound.
-	return ctrl.Result{RequeueAfter: r.retention}, nil
+	// No timer: the pod's binding, deletion or end enqueues the WaitingPod
+	// again (SetupWithManager), and a pod that stays pending, say rejected,
+	// costs nothing until then.
+	return ctrl.Result{}, nil
 }
 
 // deliver hands the decision to the instance holding the pod, or records

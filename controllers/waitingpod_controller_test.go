@@ -8,17 +8,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -63,6 +67,20 @@ func (f *fakeFramework) GetWaitingPod(uid types.UID) framework.WaitingPod {
 		return nil
 	}
 	return f.waiting
+}
+
+// podInformerWith returns a pod informer, never started, that holds pods:
+// the reconciler only reads its store.
+func podInformerWith(t *testing.T, pods ...*corev1.Pod) toolscache.SharedIndexInformer {
+	t.Helper()
+	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	for _, pod := range pods {
+		if err := inf.GetIndexer().Add(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inf
 }
 
 func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
@@ -155,7 +173,7 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 			}
 			set := profiles.NewSet(klog.Background())
 			set.Publish("approvals", fwk)
-			r := NewWaitingPodReconciler(c, c, set, events.NewFakeRecorder(10), time.Minute)
+			r := NewWaitingPodReconciler(c, podInformerWith(t, pod), set, events.NewFakeRecorder(10), time.Minute)
 
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wp)}); err != nil {
 				t.Fatal(err)
@@ -272,5 +290,173 @@ func TestObservedStatusRemovesDecidableOnceResolved(t *testing.T) {
 	setObservedStatus(wp, &observation{pod: pod, profile: "p", resolved: true})
 	if got := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable); got != nil {
 		t.Errorf("Decidable after the wait ended = %+v, want none", got)
+	}
+}
+
+func TestReconcileDoesNotRequeueDecidedPendingPods(t *testing.T) {
+	const podUID = types.UID("pod-uid")
+	for _, tc := range []struct {
+		name     string
+		decision schedulingv1alpha1.Decision
+		pending  []string
+	}{{
+		// The pod stays pending, perhaps for days: its binding or deletion
+		// brings the WaitingPod back, not a timer.
+		name:     "a rejection recorded for a pod not held",
+		decision: schedulingv1alpha1.DecisionReject,
+	}, {
+		name:     "a rejection delivered to the held pod",
+		decision: schedulingv1alpha1.DecisionReject,
+		pending:  []string{manualapproval.Name},
+	}, {
+		name:     "an approval delivered to the held pod",
+		decision: schedulingv1alpha1.DecisionApprove,
+		pending:  []string{manualapproval.Name},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := klog.NewContext(context.Background(), klog.Background())
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: podUID},
+				Spec:       corev1.PodSpec{SchedulerName: "approvals"},
+			}
+			wp := &schedulingv1alpha1.WaitingPod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"},
+				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: tc.decision, DecidedBy: "alice"},
+				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
+			}
+			scheme := runtime.NewScheme()
+			utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wp).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
+			fwk := &fakeFramework{}
+			if tc.pending != nil {
+				fwk.waiting = &fakeWaitingPod{pod: pod, pending: tc.pending}
+			}
+			set := profiles.NewSet(klog.Background())
+			set.Publish("approvals", fwk)
+			r := NewWaitingPodReconciler(c, podInformerWith(t, pod), set, events.NewFakeRecorder(10), time.Minute)
+
+			// Twice: the first delivers, the second sees it delivered.
+			for i := range 2 {
+				got, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wp)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(ctrl.Result{}, got); diff != "" {
+					t.Errorf("reconcile %d: result (-want +got):\n%s", i+1, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestReconcileExpiresWaitingPodsOfPodsNotPending(t *testing.T) {
+	const podUID = types.UID("pod-uid")
+	for _, tc := range []struct {
+		name string
+		// pod is what the pod informer shows; nil: nothing.
+		pod *corev1.Pod
+		// resolvedAgo is how long ago the WaitingPod last changed.
+		resolvedAgo time.Duration
+
+		wantResult ctrl.Result
+		wantGone   bool
+	}{{
+		name:        "pod gone, resolved long ago",
+		resolvedAgo: time.Hour,
+		wantGone:    true,
+	}, {
+		name:        "pod bound, resolved long ago",
+		pod:         &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: podUID}, Spec: corev1.PodSpec{NodeName: "node-1"}},
+		resolvedAgo: time.Hour,
+		wantGone:    true,
+	}, {
+		name:        "another pod of the name, resolved long ago",
+		pod:         &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "later-pod-uid"}},
+		resolvedAgo: time.Hour,
+		wantGone:    true,
+	}, {
+		name:        "pod gone just now: kept for the retention",
+		resolvedAgo: 0,
+		wantResult:  ctrl.Result{RequeueAfter: time.Minute},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := klog.NewContext(context.Background(), klog.Background())
+			wp := &schedulingv1alpha1.WaitingPod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", CreationTimestamp: metav1.NewTime(time.Now().Add(-tc.resolvedAgo))},
+				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
+			}
+			scheme := runtime.NewScheme()
+			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wp).Build()
+			var pods []*corev1.Pod
+			if tc.pod != nil {
+				pods = append(pods, tc.pod)
+			}
+			r := NewWaitingPodReconciler(c, podInformerWith(t, pods...), profiles.NewSet(klog.Background()), events.NewFakeRecorder(10), time.Minute)
+
+			got, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wp)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Within the second the stored creation time was rounded to.
+			roughly := cmp.Comparer(func(a, b time.Duration) bool { return (a - b).Abs() < 2*time.Second })
+			if diff := cmp.Diff(tc.wantResult, got, roughly); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			err = c.Get(ctx, client.ObjectKeyFromObject(wp), &schedulingv1alpha1.WaitingPod{})
+			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+				t.Errorf("WaitingPod removed: %v, want %v (Get: %v)", gone, tc.wantGone, err)
+			}
+		})
+	}
+}
+
+func TestPodEventsThatEndAWaitingPod(t *testing.T) {
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"}}
+	bound := pending.DeepCopy()
+	bound.Spec.NodeName = "node-1"
+	relabelled := pending.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "ml"}
+	relabelledBound := bound.DeepCopy()
+	relabelledBound.Labels = relabelled.Labels
+	p := podLeftPending()
+	for _, tc := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{name: "created", got: p.Create(event.CreateEvent{Object: pending})},
+		{name: "changed while pending", got: p.Update(event.UpdateEvent{ObjectOld: pending, ObjectNew: relabelled})},
+		{name: "bound", got: p.Update(event.UpdateEvent{ObjectOld: pending, ObjectNew: bound}), want: true},
+		{name: "changed after binding", got: p.Update(event.UpdateEvent{ObjectOld: bound, ObjectNew: relabelledBound})},
+		{name: "deleted or finished", got: p.Delete(event.DeleteEvent{Object: pending}), want: true},
+		{name: "generic", got: p.Generic(event.GenericEvent{Object: pending})},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: passes %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestPodEventsReachOnlyExistingWaitingPods(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+	wp := &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wp).Build()
+	r := NewWaitingPodReconciler(c, podInformerWith(t), profiles.NewSet(klog.Background()), events.NewFakeRecorder(10), time.Minute)
+	for _, tc := range []struct {
+		name string
+		pod  string
+		want []reconcile.Request
+	}{
+		{name: "a pod with a WaitingPod", pod: "train-0", want: []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "train-0"}}}},
+		{name: "a pod without one", pod: "web-0"},
+	} {
+		got := r.waitingPodOf(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tc.pod}})
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: requests (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }

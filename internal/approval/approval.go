@@ -38,11 +38,14 @@ var verbs = map[schedulingv1alpha1.Decision]string{
 }
 
 type options struct {
-	decision  schedulingv1alpha1.Decision
-	reason    string
-	all       bool
-	selector  string
-	dryRun    string
+	decision schedulingv1alpha1.Decision
+	reason   string
+	all      bool
+	selector string
+	dryRun   string
+	// undo deletes rejected WaitingPods instead of deciding (kubectl
+	// reject --undo).
+	undo      bool
 	namespace string
 	names     []string
 }
@@ -55,20 +58,30 @@ type target struct {
 // Main runs the plugin for decision with the command-line args (without the
 // program name) and returns the exit code.
 func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []string, stdout, stderr io.Writer) int {
-	verb := strings.TrimSuffix(verbs[decision], "d")
+	// The command is the decision in lower case: "approve", "reject".
+	verb := strings.ToLower(string(decision))
 	cmd := "kubectl " + verb
 	flags := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
 	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]\n\nFlags:\n%s",
-			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, flags.FlagUsages())
-	}
 	o := options{decision: decision}
+	flags.Usage = func() {
+		undoUsage := ""
+		if decision == schedulingv1alpha1.DecisionReject {
+			undoUsage = fmt.Sprintf("\n  %s --undo (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--dry-run[=client|server]]", cmd)
+		}
+		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\nFlags:\n%s",
+			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, undoUsage, flags.FlagUsages())
+	}
 	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
 	flags.BoolVar(&o.all, "all", false, "Decide every undecided WaitingPod in the namespace (narrowed by --selector).")
 	flags.StringVarP(&o.selector, "selector", "l", "", "Label selector for --all, matched against the WaitingPods' (pods') labels.")
 	flags.StringVar(&o.dryRun, "dry-run", "none", `"none", "client" (print only) or "server" (send without persisting).`)
 	flags.Lookup("dry-run").NoOptDefVal = "client"
+	if decision == schedulingv1alpha1.DecisionReject {
+		// Only a rejection can be undone: an approval may have bound the
+		// pod already, and a binding cannot be taken back.
+		flags.BoolVar(&o.undo, "undo", false, "Undo a rejection: remove the rejected WaitingPod so the pod is scheduled again and held for a new decision.")
+	}
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()
 	flags.StringVar(&loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file.")
 	overrides := &clientcmd.ConfigOverrides{}
@@ -77,6 +90,8 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// pflag says nothing itself when it continues on error.
+		fmt.Fprintf(stderr, "error: %v\nSee '%s --help'.\n", err, cmd)
 		return 2
 	}
 	o.names = flags.Args()
@@ -130,6 +145,12 @@ func (o *options) validate() error {
 	if !o.all && o.selector != "" {
 		return errors.New("--selector goes with --all")
 	}
+	if o.undo && o.all {
+		return errors.New("--undo takes names, not --all: name each rejection to undo")
+	}
+	if o.undo && o.reason != "" {
+		return errors.New("--reason does not go with --undo: undoing records no decision")
+	}
 	if !o.all && len(o.names) == 0 {
 		return errors.New("name at least one waitingpod/NAME or pod/NAME, or use --all")
 	}
@@ -173,6 +194,9 @@ type decider struct {
 }
 
 func (d *decider) run(ctx context.Context) error {
+	if d.opts.undo {
+		return d.runUndo(ctx)
+	}
 	review, err := d.clientset.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("finding out who you are (SelfSubjectReview): %w", err)
@@ -228,6 +252,75 @@ func (d *decider) targets(ctx context.Context) ([]target, error) {
 		return nil, fmt.Errorf("no undecided WaitingPods held by %s in namespace %s", manualapproval.Name, d.opts.namespace)
 	}
 	return out, nil
+}
+
+// runUndo undoes the rejection of each named WaitingPod.
+func (d *decider) runUndo(ctx context.Context) error {
+	targets, err := d.targets(ctx)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, t := range targets {
+		if err := d.undo(ctx, t); err != nil {
+			fmt.Fprintf(d.stdout, "error: %v\n", err)
+			failed = append(failed, t.name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d rejections not undone: %s", len(failed), len(targets), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// undo removes the rejected WaitingPod t. A decision cannot change, so
+// removing the record is how a rejection is taken back: with no decision
+// left, the operator retries the pod at once and ManualApproval holds it
+// again under a new WaitingPod, for a new decision. The delete is
+// conditional on the UID read here, so it removes only the rejection this
+// command saw: if someone undid it and the pod was held and decided anew in
+// the meantime, that newer WaitingPod is left alone.
+func (d *decider) undo(ctx context.Context, t target) error {
+	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
+	wp := &schedulingv1alpha1.WaitingPod{}
+	if err := d.client.Get(ctx, key, wp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("waitingpod %s/%s not found: there is no rejection to undo", key.Namespace, key.Name)
+		}
+		return err
+	}
+	switch wp.Spec.Decision {
+	case schedulingv1alpha1.DecisionReject:
+	case "":
+		return fmt.Errorf("waitingpod %s/%s is not decided: there is no rejection to undo", wp.Namespace, wp.Name)
+	default:
+		return fmt.Errorf("waitingpod %s/%s was %s, not rejected: only a rejection can be undone", wp.Namespace, wp.Name, verbs[wp.Spec.Decision])
+	}
+	by := ""
+	if wp.Spec.DecidedBy != "" {
+		by = " by " + wp.Spec.DecidedBy
+	}
+	done := fmt.Sprintf("waitingpod/%s: rejection%s undone; the pod is scheduled again for a new decision", wp.Name, by)
+	if d.opts.dryRun == "client" {
+		fmt.Fprintf(d.stdout, "%s (dry run)\n", done)
+		return nil
+	}
+	uid := wp.UID
+	opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
+	if d.opts.dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := d.client.Delete(ctx, wp, opts...); err != nil {
+		switch {
+		case apierrors.IsConflict(err):
+			return fmt.Errorf("waitingpod %s/%s was replaced while undoing; nothing was undone, look at it and run the command again", wp.Namespace, wp.Name)
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("waitingpod %s/%s was removed meanwhile; nothing was undone", wp.Namespace, wp.Name)
+		}
+		return err
+	}
+	fmt.Fprintf(d.stdout, "%s%s\n", done, d.dryRunSuffix())
+	return nil
 }
 
 // decide records the decision on one WaitingPod. A pending pod that is not

@@ -80,7 +80,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		o.ReservedSchedulerNames).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := controllers.NewWaitingPodReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched.Profiles(), recorder,
+	// Decisions read and watch pods through the scheduling loop's pod
+	// informer (InformerFor hands back the one the loop made): the operator
+	// caches each pod once.
+	podInformer := sched.InformerFactory().Core().V1().Pods().Informer()
+	if err := controllers.NewWaitingPodReconciler(mgr.GetClient(), podInformer, sched.Profiles(), recorder,
 		o.WaitingPodRetention).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

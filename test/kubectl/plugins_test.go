@@ -3,6 +3,10 @@ package kubectl_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,9 +14,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
 var _ = Describe("kubectl approve and kubectl reject", func() {
@@ -209,3 +219,221 @@ func pendingPod(ns, name string, labels map[string]string) *corev1.Pod {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
 	}
 }
+
+var _ = Describe("kubectl reject --undo", func() {
+	ctx := context.Background()
+	var ns string
+
+	newNamespace := func() string {
+		GinkgoHelper()
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "undo-"}}
+		Expect(adminClient.Create(ctx, n)).To(Succeed())
+		return n.Name
+	}
+	BeforeEach(func() { ns = newNamespace() })
+
+	// decided creates a pending pod and its WaitingPod in namespace, and has
+	// alice decide it with verb ("approve" or "reject"; "" leaves it undecided).
+	decided := func(namespace, name, verb string) *schedulingv1alpha1.WaitingPod {
+		GinkgoHelper()
+		pod := pendingPod(namespace, name, nil)
+		Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		wp := &schedulingv1alpha1.WaitingPod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: pod.UID},
+		}
+		Expect(adminClient.Create(ctx, wp)).To(Succeed())
+		if verb != "" {
+			run("alice", verb, "waitingpod/"+name, "-n", namespace, "--reason", "not now")
+		}
+		Expect(adminClient.Get(ctx, client.ObjectKeyFromObject(wp), wp)).To(Succeed())
+		return wp
+	}
+	gone := func(namespace, name string) bool {
+		err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &schedulingv1alpha1.WaitingPod{})
+		return apierrors.IsNotFound(err)
+	}
+
+	It("undoes a rejection by removing the rejected WaitingPod", func() {
+		decided(ns, "r", "reject")
+		out := run("alice", "reject", "--undo", "pod/r", "-n", ns)
+		Expect(out).To(Equal("waitingpod/r: rejection by alice undone; the pod is scheduled again for a new decision\n"))
+		Expect(gone(ns, "r")).To(BeTrue())
+	})
+
+	It("refuses to undo what is not a rejection, and leaves it", func() {
+		decided(ns, "open", "")
+		decided(ns, "ok", "approve")
+		for name, msg := range map[string]string{
+			"open":  fmt.Sprintf("waitingpod %s/open is not decided: there is no rejection to undo", ns),
+			"ok":    fmt.Sprintf("waitingpod %s/ok was approved, not rejected: only a rejection can be undone", ns),
+			"ghost": fmt.Sprintf("waitingpod %s/ghost not found: there is no rejection to undo", ns),
+		} {
+			r := kubectlAs("alice", "reject", "--undo", name, "-n", ns)
+			Expect(r.Code).To(Equal(1), name)
+			Expect(r.Stdout).To(Equal("error: "+msg+"\n"), name)
+			Expect(r.Stderr).To(Equal("error: 1 of 1 rejections not undone: "+name+"\n"), name)
+		}
+		Expect(gone(ns, "open")).To(BeFalse())
+		Expect(gone(ns, "ok")).To(BeFalse())
+	})
+
+	It("changes nothing with --dry-run and --dry-run=server", func() {
+		decided(ns, "dry", "reject")
+		Expect(run("alice", "reject", "--undo", "dry", "-n", ns, "--dry-run")).To(Equal("waitingpod/dry: rejection by alice undone; the pod is scheduled again for a new decision (dry run)\n"))
+		Expect(run("alice", "reject", "--undo", "dry", "-n", ns, "--dry-run=server")).To(Equal("waitingpod/dry: rejection by alice undone; the pod is scheduled again for a new decision (server dry run)\n"))
+		Expect(gone(ns, "dry")).To(BeFalse())
+	})
+
+	It("takes names only, records nothing, and is kubectl reject's alone", func() {
+		for args, msg := range map[string]string{
+			"reject --undo --all":            "--undo takes names, not --all: name each rejection to undo",
+			"reject --undo x --reason again": "--reason does not go with --undo: undoing records no decision",
+			"approve --undo x":               "unknown flag: --undo",
+		} {
+			r := kubectlAs("alice", append(strings.Fields(args), "-n", ns)...)
+			Expect(r.Code).To(Equal(2), args)
+			Expect(r.Stderr).To(ContainSubstring(msg), args)
+		}
+	})
+
+	It("is allowed by the approver role only where it is bound", func() {
+		other := newNamespace()
+		decided(ns, "mine", "reject")
+		decided(other, "theirs", "reject")
+		// carol approves in ns alone: the approver ClusterRole bound in one
+		// namespace. The admin acts as her by impersonation.
+		run("admin", "create", "rolebinding", "carol-approves", "--clusterrole=approver", "--user=carol", "-n", ns)
+
+		Eventually(func() string {
+			return kubectlAs("admin", "reject", "--undo", "mine", "-n", ns, "--as", "carol").Stdout
+		}).Should(Equal("waitingpod/mine: rejection by alice undone; the pod is scheduled again for a new decision\n"))
+		Expect(gone(ns, "mine")).To(BeTrue())
+
+		for user, args := range map[string][]string{
+			"carol": {"reject", "--undo", "theirs", "-n", other, "--as", "carol"},
+			"bob":   {"reject", "--undo", "theirs", "-n", other},
+		} {
+			as := "admin"
+			if user == "bob" {
+				as = "bob"
+			}
+			r := kubectlAs(as, args...)
+			Expect(r.Code).To(Equal(1), user)
+			Expect(r.Stdout+r.Stderr).To(ContainSubstring("forbidden"), user)
+		}
+		Expect(gone(other, "theirs")).To(BeFalse())
+	})
+})
+
+// With the operator running: the undone rejection sends the pod back to
+// ManualApproval at once, not after the unschedulable pool's five-minute
+// flush, and the new hold can be decided like the first.
+var _ = Describe("kubectl reject --undo with the operator running", Ordered, func() {
+	ctx := context.Background()
+
+	BeforeAll(func() {
+		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+		plugins.InstallDefaultPlugins()
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+			Scheme:                 env.Scheme,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		opCtx, cancel := context.WithCancel(context.Background())
+		_, err = operator.Setup(opCtx, mgr, operator.Options{
+			Registry:               plugins.NewInTreeRegistry(),
+			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+			WaitingPodRetention:    2 * time.Second,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(opCtx)).To(Succeed())
+		}()
+		DeferCleanup(func() {
+			cancel()
+			<-done
+		})
+
+		Expect(testenv.CreateNode(ctx, adminClient, testenv.Node("undo-node", "4", "8Gi", nil))).To(Succeed())
+		manifest := filepath.Join(GinkgoT().TempDir(), "profile.yaml")
+		Expect(os.WriteFile(manifest, []byte(`apiVersion: scheduling.schedprofiles.io/v1alpha1
+kind: SchedulingProfile
+metadata:
+  name: undo-approvals
+spec:
+  plugins:
+    multiPoint:
+      enabled:
+      - name: ManualApproval
+`), 0o644)).To(Succeed())
+		run("admin", "apply", "-f", manifest)
+		Eventually(func() *metav1.Condition {
+			sp := &schedulingv1alpha1.SchedulingProfile{}
+			if err := adminClient.Get(ctx, client.ObjectKey{Name: "undo-approvals"}, sp); err != nil {
+				return nil
+			}
+			return meta.FindStatusCondition(sp.Status.Conditions, schedulingv1alpha1.ProfileActive)
+		}).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+
+	It("holds the pod again for a new decision, which can then bind it", func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "undo-op-"}}
+		Expect(adminClient.Create(ctx, n)).To(Succeed())
+		ns := n.Name
+		pod := testenv.Pod(ns, "train-0", "undo-approvals", "1", "1Gi")
+		Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		waitingPod := func() *schedulingv1alpha1.WaitingPod {
+			wp := &schedulingv1alpha1.WaitingPod{}
+			if err := adminClient.Get(ctx, client.ObjectKeyFromObject(pod), wp); err != nil {
+				return nil
+			}
+			return wp
+		}
+		isHeld := func(wp *schedulingv1alpha1.WaitingPod) bool {
+			return wp != nil && meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodWaiting)
+		}
+		podScheduled := func() *corev1.PodCondition {
+			p := &corev1.Pod{}
+			if err := adminClient.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+				return nil
+			}
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == corev1.PodScheduled {
+					return &p.Status.Conditions[i]
+				}
+			}
+			return nil
+		}
+		boundTo := func() string {
+			p := &corev1.Pod{}
+			Expect(adminClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+			return p.Spec.NodeName
+		}
+
+		Eventually(waitingPod).Should(Satisfy(isHeld))
+		run("alice", "reject", "pod/train-0", "-n", ns, "--reason", "over budget")
+		Eventually(podScheduled).Should(HaveField("Message", ContainSubstring("rejected at Permit by alice: over budget")))
+		rejected := waitingPod()
+		Expect(rejected.Spec.Decision).To(Equal(schedulingv1alpha1.DecisionReject))
+
+		Expect(run("alice", "reject", "--undo", "pod/train-0", "-n", ns)).To(Equal(
+			"waitingpod/train-0: rejection by alice undone; the pod is scheduled again for a new decision\n"))
+		// Held again under a new, undecided WaitingPod well before the
+		// unschedulable pool's five-minute flush would have retried it.
+		Eventually(waitingPod, "15s").Should(And(
+			Satisfy(isHeld),
+			HaveField("UID", Not(Equal(rejected.UID))),
+			HaveField("Spec.Decision", BeEmpty()),
+			HaveField("Spec.PodUID", Equal(pod.UID)),
+		))
+		Expect(boundTo()).To(BeEmpty())
+
+		Expect(run("alice", "approve", "pod/train-0", "-n", ns)).To(Equal("waitingpod/train-0 approved\n"))
+		Eventually(boundTo).Should(Equal("undo-node"))
+	})
+})

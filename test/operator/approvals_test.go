@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -33,6 +34,28 @@ func waitingCondition(ns, name, condType string) func() *metav1.Condition {
 		}
 		return meta.FindStatusCondition(wp.Status.Conditions, condType)
 	}
+}
+
+// waitingPodReconciles is how many reconciles the WaitingPod controller has
+// run in this process.
+func waitingPodReconciles() float64 {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "waitingpod" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }
 
 // approvalProfile holds every pod of the profile for window, as ManualApproval.
@@ -152,6 +175,33 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 
 		kubectlOK("approve", "survivor", "-n", ns)
 		Expect(boundNode(pod)).To(HavePrefix("approvals-"))
+	})
+
+	It("leaves a rejected pod's WaitingPod alone while the pod stays pending, and removes it when the pod goes", func() {
+		ns := namespace()
+		pod := createPod(poolPod(ns, "parked", "approvals", "approvals", "1", "1Gi"))
+		Eventually(waitingCondition(ns, "parked", schedulingv1alpha1.WaitingPodWaiting)).Should(haveCondition(metav1.ConditionTrue, "Held"))
+		kubectlOK("reject", "pod/parked", "-n", ns)
+		Eventually(waitingCondition(ns, "parked", schedulingv1alpha1.WaitingPodRejected)).Should(Not(BeNil()))
+
+		// Once the writes that follow the rejection are reconciled, a pod
+		// that stays pending costs no reconcile: no timer re-reads it (at
+		// 10k rejected pods, one would be hundreds of reads a second).
+		var settled float64
+		Eventually(func() bool {
+			before := waitingPodReconciles()
+			time.Sleep(retention + time.Second)
+			settled = waitingPodReconciles()
+			return settled == before
+		}, "30s").Should(BeTrue())
+		Consistently(waitingPodReconciles, 3*retention).Should(Equal(settled))
+		_, err := getWaitingPod(ns, "parked")
+		Expect(err).NotTo(HaveOccurred())
+
+		// The pod's deletion, not a timer, brings the WaitingPod back, and
+		// it was resolved longer ago than the retention: it goes at once.
+		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
+		Eventually(func() bool { _, err := getWaitingPod(ns, "parked"); return apierrors.IsNotFound(err) }, "5s").Should(BeTrue())
 	})
 
 	AfterAll(func() {
