@@ -424,7 +424,16 @@ func (r *SchedulingProfileReconciler) recordRevision(ctx context.Context, sp *sc
 		Hash:      dataHash(data),
 	}
 	if current != nil && *current == *ref {
-		return ref, nil
+		// Status says it is recorded; make sure it still is, so that a
+		// revision deleted by someone is written again before a restart
+		// needs it.
+		_, err := r.readRevision(ctx, sp, ref)
+		if err == nil {
+			return ref, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
 	}
 	rev := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
@@ -468,6 +477,28 @@ func (r *SchedulingProfileReconciler) recordRevision(ctx context.Context, sp *sc
 // client caches only typed reads): a restore is rare, and a cache would
 // watch every ControllerRevision of the cluster.
 func (r *SchedulingProfileReconciler) readRevision(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, ref *schedulingv1alpha1.RevisionReference) (*schedulingv1alpha1.SchedulingProfileSpec, error) {
+	rev, err := r.ownRevision(ctx, sp, ref)
+	if err != nil {
+		return nil, err
+	}
+	if got := dataHash(rev.Data.Raw); got != ref.Hash {
+		return nil, fmt.Errorf("ControllerRevision %s/%s has data hash %s, status records %s", ref.Namespace, ref.Name, got, ref.Hash)
+	}
+	spec := &schedulingv1alpha1.SchedulingProfileSpec{}
+	if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
+		return nil, fmt.Errorf("ControllerRevision %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return spec, nil
+}
+
+// ownRevision reads the revision ref names, if it is in the operator's
+// revision namespace and controlled by sp: status is writable by others,
+// and must not make the operator read or delete revisions that are not
+// its own (a DaemonSet's, say).
+func (r *SchedulingProfileReconciler) ownRevision(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, ref *schedulingv1alpha1.RevisionReference) (*appsv1.ControllerRevision, error) {
+	if ref.Namespace != r.revisionNamespace {
+		return nil, fmt.Errorf("ControllerRevision %s/%s is not in the operator's namespace %s", ref.Namespace, ref.Name, r.revisionNamespace)
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ControllerRevision"))
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
@@ -480,25 +511,26 @@ func (r *SchedulingProfileReconciler) readRevision(ctx context.Context, sp *sche
 	if owner := metav1.GetControllerOf(rev); owner == nil || owner.UID != sp.UID {
 		return nil, fmt.Errorf("ControllerRevision %s/%s is not controlled by this profile", ref.Namespace, ref.Name)
 	}
-	if got := dataHash(rev.Data.Raw); got != ref.Hash {
-		return nil, fmt.Errorf("ControllerRevision %s/%s has data hash %s, status records %s", ref.Namespace, ref.Name, got, ref.Hash)
-	}
-	spec := &schedulingv1alpha1.SchedulingProfileSpec{}
-	if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
-		return nil, fmt.Errorf("ControllerRevision %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	return spec, nil
+	return rev, nil
 }
 
-// deleteRevision deletes a revision status no longer names. A failure only
-// leaves it for the garbage collector, when the profile goes.
+// deleteRevision deletes a revision of sp that status no longer names; a
+// revision that is not sp's own is left alone. A failure only leaves it
+// for the garbage collector, when the profile goes.
 func (r *SchedulingProfileReconciler) deleteRevision(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, ref *schedulingv1alpha1.RevisionReference) {
 	if ref == nil {
 		return
 	}
-	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
-	if err := r.client.Delete(ctx, rev); err != nil && !apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Error(err, "Deleting a ControllerRevision no longer needed", "schedulingProfile", klog.KObj(sp), "controllerRevision", klog.KObj(rev))
+	logger := klog.FromContext(ctx)
+	rev, err := r.ownRevision(ctx, sp, ref)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			logger.Info("Not deleting a ControllerRevision", "schedulingProfile", klog.KObj(sp), "controllerRevision", klog.KRef(ref.Namespace, ref.Name), "problem", err.Error())
+		}
+		return
+	}
+	if err := r.client.Delete(ctx, rev, client.Preconditions{UID: &rev.UID}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Deleting a ControllerRevision no longer needed", "schedulingProfile", klog.KObj(sp), "controllerRevision", klog.KObj(rev))
 	}
 }
 

@@ -79,6 +79,11 @@ func NewWaitingPodReconciler(c client.Client, podInformer toolscache.SharedIndex
 // no state of its own.
 const waitingPodWorkers = 4
 
+// podInformerSyncTimeout bounds how long the controller waits for the
+// scheduling loop's pod informer before the manager gives up on it
+// (controller-runtime's default is 2 minutes).
+const podInformerSyncTimeout = 30 * time.Minute
+
 // SetupWithManager registers the reconciler. Besides WaitingPods it watches
 // their pods, so a WaitingPod goes when its pod is bound, finished or
 // deleted, without being re-read on a timer.
@@ -94,15 +99,21 @@ func (r *WaitingPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			synced: r.podInformer.HasSynced,
 		}).
 		Named("waitingpod").
-		WithOptions(controller.Options{MaxConcurrentReconciles: waitingPodWorkers}).
+		// The first LIST of every pod can take minutes on a large
+		// cluster; the scheduling loop waits for it without a limit, and
+		// this controller must not give up before it.
+		WithOptions(controller.Options{MaxConcurrentReconciles: waitingPodWorkers, CacheSyncTimeout: podInformerSyncTimeout}).
 		Complete(r)
 }
 
 // podLeftPending passes the pod events that can end a WaitingPod: the pod
 // was bound, or it left the informer (deleted, or finished: the informer
 // leaves finished pods out). Every other pod event, the bulk of them, is of
-// no interest to a decision. A pod created again under the same name shows
-// as the earlier one's deletion.
+// no interest to a decision. A pod created again under the same name
+// usually shows as the earlier one's deletion (after a relist, as an update
+// between two unbound pods, which is dropped: the mirror removes the
+// earlier pod's WaitingPod when the new pod is held, and the garbage
+// collector when it is not).
 func podLeftPending() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },

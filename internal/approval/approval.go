@@ -296,6 +296,12 @@ func (d *decider) undo(ctx context.Context, t target) error {
 	default:
 		return fmt.Errorf("waitingpod %s/%s was %s, not rejected: only a rejection can be undone", wp.Namespace, wp.Name, verbs[wp.Spec.Decision])
 	}
+	if meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodWaiting) &&
+		!meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodRejected) {
+		// Removed now, the rejection would never reach the held pod, which
+		// would stay held, its node reserved, with no WaitingPod to show it.
+		return fmt.Errorf("waitingpod %s/%s: the rejection has not reached the scheduler yet; run the command again in a moment", wp.Namespace, wp.Name)
+	}
 	by := ""
 	if wp.Spec.DecidedBy != "" {
 		by = " by " + wp.Spec.DecidedBy
@@ -355,6 +361,10 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		uid, err := d.podUID(ctx, wp.Name)
 		if err != nil {
 			return err
+		}
+		if held := wp.Status.PodUID; held != "" && held != uid {
+			// The pod of that name now is not the one the scheduler held.
+			return fmt.Errorf("waitingpod %s/%s is about an earlier pod of that name: nothing was %s", wp.Namespace, wp.Name, verbs[d.opts.decision])
 		}
 		wp.Spec.PodUID = uid
 	}
