@@ -55,8 +55,9 @@ type observation struct {
 	node      string
 	deadlines map[string]time.Time
 	resolved  bool
-	// status is the rejection when resolved and not allowed.
-	status *framework.Status
+	// resolution and status say how the wait ended, once resolved.
+	resolution framework.PermitResolution
+	status     *framework.Status
 }
 
 var (
@@ -81,12 +82,12 @@ func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 }
 
 // PodResolved records how a pod's wait at Permit ended.
-func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, status *framework.Status) {
+func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, resolution framework.PermitResolution, status *framework.Status) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	m.mu.Lock()
 	prev := m.observed[key]
 	m.mu.Unlock()
-	obs := &observation{pod: pod, profile: profile, resolved: true, status: status}
+	obs := &observation{pod: pod, profile: profile, resolved: true, resolution: resolution, status: status}
 	if prev != nil && prev.pod.UID == pod.UID {
 		obs.node = prev.node
 	}
@@ -238,13 +239,13 @@ func setObservedStatus(wp *schedulingv1alpha1.WaitingPod, obs *observation) {
 	st.Expires = nil
 	// Decidable speaks of a hold; there is none now.
 	meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodDecidable)
-	switch {
-	case obs.status.IsSuccess():
+	switch obs.resolution {
+	case framework.PermitAllowed:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonAllowed,
 			Message: "Every Permit plugin allowed the pod; it proceeds to binding",
 		})
-	case strings.HasPrefix(obs.status.Message(), "rejected due to timeout"):
+	case framework.PermitTimedOut:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonTimeout, Message: obs.status.Message(),
 		})

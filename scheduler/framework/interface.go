@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -392,9 +393,42 @@ type PermitTimeoutExtension interface {
 type WaitingPodObserver interface {
 	// PodWaiting is called once a pod is held at Permit.
 	PodWaiting(profile string, wp WaitingPod)
-	// PodResolved is called once the wait is over: status is nil when every
-	// plugin allowed the pod, otherwise the rejection.
-	PodResolved(profile string, pod *v1.Pod, status *Status)
+	// PodResolved is called once the wait is over, with how it ended and
+	// its status (Success when every plugin allowed the pod, otherwise the
+	// rejection).
+	PodResolved(profile string, pod *v1.Pod, resolution PermitResolution, status *Status)
+}
+
+// PermitResolution is how a wait at Permit ended, so that observers need
+// not read it from a status message.
+type PermitResolution int
+
+const (
+	// PermitAllowed: every pending plugin allowed the pod.
+	PermitAllowed PermitResolution = iota
+	// PermitRejected: a plugin, a person's decision or the scheduler
+	// (pod deleted, profile removed) rejected the pod.
+	PermitRejected
+	// PermitTimedOut: a pending plugin's wait reached its deadline.
+	PermitTimedOut
+	// PermitPreempted: the wait was stopped without rejecting the pod
+	// (the binding cycle's context ended), so it is retried as after an
+	// error.
+	PermitPreempted
+)
+
+func (r PermitResolution) String() string {
+	switch r {
+	case PermitAllowed:
+		return "Allowed"
+	case PermitRejected:
+		return "Rejected"
+	case PermitTimedOut:
+		return "TimedOut"
+	case PermitPreempted:
+		return "Preempted"
+	}
+	return fmt.Sprintf("PermitResolution(%d)", int(r))
 }
 
 // BindPlugin binds a pod to a node. Plugins run in order until one does not return Skip.

@@ -319,10 +319,10 @@ func (o *recordingObserver) PodWaiting(profile string, wp framework.WaitingPod) 
 	o.events = append(o.events, fmt.Sprintf("waiting %s/%s on %s for %v", profile, wp.GetPod().Name, wp.GetNodeName(), wp.GetPendingPlugins()))
 }
 
-func (o *recordingObserver) PodResolved(profile string, pod *v1.Pod, s *framework.Status) {
+func (o *recordingObserver) PodResolved(profile string, pod *v1.Pod, r framework.PermitResolution, s *framework.Status) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.events = append(o.events, fmt.Sprintf("resolved %s/%s: %v", profile, pod.Name, s.Message()))
+	o.events = append(o.events, fmt.Sprintf("resolved %s/%s %v: %v", profile, pod.Name, r, s.Message()))
 }
 
 func TestWaitingPodObserver(t *testing.T) {
@@ -349,8 +349,30 @@ func TestWaitingPodObserver(t *testing.T) {
 	want := []string{
 		"waiting test/allowed on node-a for [A]",
 		"waiting test/rejected on node-a for [A]",
-		"resolved test/allowed: ",
-		"resolved test/rejected: not today",
+		"resolved test/allowed Allowed: ",
+		"resolved test/rejected Rejected: not today",
+	}
+	if diff := cmp.Diff(want, obs.events); diff != "" {
+		t.Errorf("observer events (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitingPodObserverTimeout(t *testing.T) {
+	obs := &recordingObserver{}
+	extra := map[string]framework.Plugin{"A": &permitPlugin{name: "A", status: waitStatus(), timeout: 10 * time.Millisecond}}
+	fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled("A")}, WithWaitingPodObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fw.Close() })
+	pod := makePod("late")
+	if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "node-a"); !s.IsWait() {
+		t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+	}
+	fw.WaitOnPermit(t.Context(), pod)
+	want := []string{
+		"waiting test/late on node-a for [A]",
+		"resolved test/late TimedOut: rejected due to timeout after waiting 10ms at plugin A",
 	}
 	if diff := cmp.Diff(want, obs.events); diff != "" {
 		t.Errorf("observer events (-want +got):\n%s", diff)

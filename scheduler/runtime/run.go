@@ -613,7 +613,7 @@ func (f *frameworkImpl) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framewor
 	}
 	PermitWaitDuration.WithLabelValues(s.Code().String()).Observe(time.Since(start).Seconds())
 	if f.waitingPodObserver != nil {
-		f.waitingPodObserver.PodResolved(f.profileName, pod, s)
+		f.waitingPodObserver.PodResolved(f.profileName, pod, wp.resolution, s)
 	}
 	if s.IsSuccess() {
 		return nil

@@ -76,6 +76,9 @@ type waitingPod struct {
 	// done is set once the final status has been sent; later Allow and
 	// Reject calls are no-ops.
 	done bool
+	// resolution says how the wait ended; set with done, read by
+	// WaitOnPermit after it received the status (the channel orders it).
+	resolution framework.PermitResolution
 }
 
 var _ framework.WaitingPod = (*waitingPod)(nil)
@@ -95,7 +98,8 @@ func newWaitingPod(pod *v1.Pod, nodeName string, waitTimes map[string]time.Durat
 		wp.pending[plugin] = pendingPlugin{
 			deadline: now.Add(wait),
 			timer: time.AfterFunc(wait, func() {
-				wp.Reject(plugin, fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", wait, plugin))
+				wp.stopWithStatus(framework.PermitTimedOut, framework.Unschedulable, plugin,
+					fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", wait, plugin))
 			}),
 		}
 	}
@@ -141,18 +145,19 @@ func (w *waitingPod) Allow(pluginName string) {
 		return
 	}
 	w.done = true
+	w.resolution = framework.PermitAllowed
 	w.s <- framework.NewStatus(framework.Success, "")
 }
 
 func (w *waitingPod) Reject(pluginName, msg string) bool {
-	return w.stopWithStatus(framework.Unschedulable, pluginName, msg)
+	return w.stopWithStatus(framework.PermitRejected, framework.Unschedulable, pluginName, msg)
 }
 
 func (w *waitingPod) Preempt(pluginName, msg string) bool {
-	return w.stopWithStatus(framework.Error, pluginName, msg)
+	return w.stopWithStatus(framework.PermitPreempted, framework.Error, pluginName, msg)
 }
 
-func (w *waitingPod) stopWithStatus(code framework.Code, pluginName, msg string) bool {
+func (w *waitingPod) stopWithStatus(resolution framework.PermitResolution, code framework.Code, pluginName, msg string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
@@ -162,6 +167,7 @@ func (w *waitingPod) stopWithStatus(code framework.Code, pluginName, msg string)
 		pp.timer.Stop()
 	}
 	w.done = true
+	w.resolution = resolution
 	w.s <- framework.NewStatus(code, msg).WithPlugin(pluginName)
 	return true
 }
