@@ -39,9 +39,11 @@ const testProfile = "storage-events"
 // watchedResources are the informers Start must have watching before a
 // test changes objects: the fake clientset drops changes made between an
 // informer's list and its watch.
-var watchedResources = []string{
-	"pods", "nodes", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
-	"csinodes", "csidrivers", "csistoragecapacities", "volumeattachments",
+func watchedResources() []string {
+	return []string{
+		"pods", "nodes", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
+		"csinodes", "csidrivers", "csistoragecapacities", "volumeattachments",
+	}
 }
 
 type testPlugin struct {
@@ -108,7 +110,7 @@ func startLoop(t *testing.T, cs *fake.Clientset, plugins ...testPlugin) *Schedul
 				watching[a.GetResource().Resource] = true
 			}
 		}
-		for _, r := range watchedResources {
+		for _, r := range watchedResources() {
 			if !watching[r] {
 				return false
 			}
@@ -227,9 +229,12 @@ type seenEvent struct {
 
 const recorderName = "Recorder"
 
-var storageResources = []framework.EventResource{
-	framework.PersistentVolume, framework.PersistentVolumeClaim, framework.StorageClass, framework.CSINode,
-	framework.CSIDriver, framework.CSIStorageCapacity, framework.VolumeAttachment,
+// storageResources are the resources whose events the loop must deliver.
+func storageResources() []framework.EventResource {
+	return []framework.EventResource{
+		framework.PersistentVolume, framework.PersistentVolumeClaim, framework.StorageClass, framework.CSINode,
+		framework.CSIDriver, framework.CSIStorageCapacity, framework.VolumeAttachment,
+	}
 }
 
 func (*recorder) Name() string { return recorderName }
@@ -238,7 +243,7 @@ func (*recorder) Filter(context.Context, *framework.CycleState, *v1.Pod, *framew
 }
 func (r *recorder) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	var out []framework.ClusterEventWithHint
-	for _, res := range storageResources {
+	for _, res := range storageResources() {
 		evt := framework.ClusterEvent{Resource: res, ActionType: framework.All}
 		out = append(out, framework.ClusterEventWithHint{Event: evt, QueueingHintFn: r.hint(res)})
 	}

@@ -422,8 +422,10 @@ func (pl *volumeBinding) Unreserve(ctx context.Context, cs *framework.CycleState
 	}
 }
 
-// errNoPodVolumeForNode: PreBind runs for a node Filter did not accept.
-var errNoPodVolumeForNode = errors.New("no pod volume found for node")
+// noPodVolumesFor is the error of PreBind run for a node Filter did not accept.
+func noPodVolumesFor(nodeName string) *framework.Status {
+	return framework.AsStatus(fmt.Errorf("no pod volume found for node %q", nodeName))
+}
 
 // PreBindPreFlight skips PreBind when every claim is bound already.
 func (pl *volumeBinding) PreBindPreFlight(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodeName string) (*framework.PreBindPreFlightResult, *framework.Status) {
@@ -436,7 +438,7 @@ func (pl *volumeBinding) PreBindPreFlight(ctx context.Context, cs *framework.Cyc
 		return result, framework.NewStatus(framework.Skip)
 	}
 	if _, ok := state.byNode[nodeName]; !ok {
-		return result, framework.AsStatus(fmt.Errorf("%w %q", errNoPodVolumeForNode, nodeName))
+		return result, noPodVolumesFor(nodeName)
 	}
 	return result, nil
 }
@@ -454,7 +456,7 @@ func (pl *volumeBinding) PreBind(ctx context.Context, cs *framework.CycleState, 
 	}
 	vols, ok := state.byNode[nodeName]
 	if !ok {
-		return framework.AsStatus(fmt.Errorf("%w %q", errNoPodVolumeForNode, nodeName))
+		return noPodVolumesFor(nodeName)
 	}
 	logger := klog.FromContext(ctx)
 	if err := pl.binder.bind(ctx, pod, nodeName, vols); err != nil {
