@@ -18,6 +18,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -30,12 +31,7 @@ func (d decisions) Decision(_ context.Context, _, _ string, uid types.UID) (*sch
 
 func newFramework(t *testing.T, d decisions, args string, opts ...Option) framework.Framework {
 	t.Helper()
-	r := fwkruntime.Registry{}
-	for name, f := range map[string]fwkruntime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New} {
-		if err := r.Register(name, f, fwkruntime.ArgsSpec{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := registry.New(nil)
 	if err := Register(r, d, opts...); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -60,12 +61,7 @@ func buildFramework(snapshot framework.SharedLister, args *configv1.PodTopologyS
 			return nil, err
 		}
 	}
-	r := runtime.Registry{}
-	for name, f := range map[string]runtime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New} {
-		if err := r.Register(name, f, runtime.ArgsSpec{}); err != nil {
-			return nil, err
-		}
-	}
+	r := registry.New(nil)
 	if err := r.Register(Name, New, runtime.ArgsSpec{Validate: func(obj k8sruntime.Object) error { return ValidateArgs(obj.(*configv1.PodTopologySpreadArgs)) }}); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	plugintestregistry "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/unsupportedfeatures"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -219,12 +220,7 @@ func TestUnsupportedFeatures(t *testing.T) {
 func TestUnsupportedFeaturesNew(t *testing.T) {
 	// New knows nothing about what is built: a missing plugin is reported as
 	// not enabled in the profile.
-	r := runtime.Registry{}
-	for name, f := range map[string]runtime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New, unsupportedfeatures.Name: unsupportedfeatures.New} {
-		if err := r.Register(name, f, runtime.ArgsSpec{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := plugintestregistry.New(map[string]runtime.Factory{unsupportedfeatures.Name: unsupportedfeatures.New})
 	snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
 	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(unsupportedfeatures.Name, 0)), snapshot)
 	got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").ResourceClaim("c", "t").Obj())
@@ -273,12 +269,7 @@ func BenchmarkUnsupportedFeatures(b *testing.B) {
 			PodAntiAffinity(st.PodAffinityTerm("app", "db", "kubernetes.io/hostname")).Obj())
 	}
 	snapshot := st.NewSnapshot(pods, nodes)
-	r := runtime.Registry{}
-	for name, f := range map[string]runtime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New, unsupportedfeatures.Name: unsupportedfeatures.New} {
-		if err := r.Register(name, f, runtime.ArgsSpec{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	r := plugintestregistry.New(map[string]runtime.Factory{unsupportedfeatures.Name: unsupportedfeatures.New})
 	fwk := st.NewFramework(b, r, st.PluginProfile(st.Plugin(unsupportedfeatures.Name, 0)), snapshot, runtime.WithParallelism(1))
 	b.Run("PreFilter", func(b *testing.B) {
 		// PreFilter is where the guard works; Filter has nothing to run.

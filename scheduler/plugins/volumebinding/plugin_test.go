@@ -17,9 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	plugintestregistry "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -41,12 +40,7 @@ type env struct {
 
 func registry(tb testing.TB) runtime.Registry {
 	tb.Helper()
-	r := runtime.Registry{}
-	for name, f := range map[string]runtime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New} {
-		if err := r.Register(name, f, runtime.ArgsSpec{}); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	r := plugintestregistry.New(nil)
 	if err := r.Register(Name, New, runtime.ArgsSpec{Validate: func(o k8sruntime.Object) error {
 		return ValidateArgs(o.(*configv1.VolumeBindingArgs))
 	}}); err != nil {

@@ -13,9 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -48,12 +47,7 @@ func newFramework(tb testing.TB, snapshot framework.SharedLister, objs []any, op
 			tb.Fatal(err)
 		}
 	}
-	r := runtime.Registry{}
-	for name, f := range map[string]runtime.Factory{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New, Name: New} {
-		if err := r.Register(name, f, runtime.ArgsSpec{}); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	r := registry.New(map[string]runtime.Factory{Name: New})
 	opts = append([]runtime.Option{runtime.WithInformerFactory(factory)}, opts...)
 	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, opts...)
 }
