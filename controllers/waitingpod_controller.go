@@ -8,9 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -45,9 +43,12 @@ const (
 // the pod is not held now, retries it at once so it passes Permit), a
 // rejection rejects it there. A decision never ends the hold of another
 // Permit plugin: a gang quorum or a quota is not a person's to waive. It
-// also removes WaitingPods once their pod is bound or gone.
+// also removes WaitingPods once their pod is bound or gone. It never writes
+// status: it records what it did with a decision in decisions, whose writer
+// shows it.
 type WaitingPodReconciler struct {
-	client client.Client
+	client    client.Client
+	decisions DecisionRecord
 	// podInformer is the scheduling loop's pod informer (every pod that is
 	// not finished): the reconciler reads and watches pods there rather
 	// than caching them a second time or asking the API server per
@@ -59,13 +60,25 @@ type WaitingPodReconciler struct {
 	retention   time.Duration
 }
 
+// DecisionRecord keeps what the operator did with each WaitingPod's
+// decision: the Approved or Rejected condition that shows it. The
+// WaitingPodMirror, the one writer of WaitingPod status, is one.
+type DecisionRecord interface {
+	// Decision returns the condition recorded for WaitingPod wp (this very
+	// object, by UID), nil if none.
+	Decision(wp *schedulingv1alpha1.WaitingPod) *metav1.Condition
+	// RecordDecision records cond for WaitingPod wp and shows it.
+	RecordDecision(wp *schedulingv1alpha1.WaitingPod, cond metav1.Condition)
+}
+
 // NewWaitingPodReconciler returns the reconciler. podInformer must leave
 // out finished pods only, as the scheduling loop's does: a pod it does not
 // show is treated as gone or finished. retention is how long a resolved
 // WaitingPod is kept.
-func NewWaitingPodReconciler(c client.Client, podInformer toolscache.SharedIndexInformer, set *profiles.Set, recorder events.EventRecorder, retention time.Duration) *WaitingPodReconciler {
+func NewWaitingPodReconciler(c client.Client, decisions DecisionRecord, podInformer toolscache.SharedIndexInformer, set *profiles.Set, recorder events.EventRecorder, retention time.Duration) *WaitingPodReconciler {
 	return &WaitingPodReconciler{
 		client:      c,
+		decisions:   decisions,
 		podInformer: podInformer,
 		pods:        corelisters.NewPodLister(podInformer.GetIndexer()),
 		profiles:    set,
@@ -202,13 +215,7 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
-	orig := wp.DeepCopy()
 	r.deliver(ctx, wp, pod)
-	if !equality.Semantic.DeepEqual(orig.Status, wp.Status) {
-		if err := r.client.Status().Patch(ctx, wp, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	// No timer: the pod's binding, deletion or end enqueues the WaitingPod
 	// again (SetupWithManager), and a pod that stays pending, say rejected,
 	// costs nothing until then.
@@ -224,8 +231,10 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	if spec.Decision == schedulingv1alpha1.DecisionReject {
 		condType = schedulingv1alpha1.WaitingPodRejected
 	}
-	prev := meta.FindStatusCondition(wp.Status.Conditions, condType)
-	already := prev != nil && prev.Status == metav1.ConditionTrue
+	// What this operator did with the decision before, from its own
+	// record: the status is for people to read, not to decide from.
+	prev := r.decisions.Decision(wp)
+	already := prev != nil
 
 	held, profile := r.profiles.GetWaitingPod(pod.UID)
 	var pending, others []string
@@ -273,7 +282,7 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	if spec.Reason != "" {
 		msg += ": " + spec.Reason
 	}
-	meta.SetStatusCondition(&wp.Status.Conditions, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	r.decisions.RecordDecision(wp, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	if !already {
 		eventType := corev1.EventTypeNormal
 		if condType == schedulingv1alpha1.WaitingPodRejected || reason == schedulingv1alpha1.ReasonHeldByOtherPlugins {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -33,31 +37,65 @@ const (
 	reasonTimeout = "Timeout"
 )
 
-// WaitingPodMirror shows pods held at Permit as WaitingPods. The framework
-// instances report to it on scheduling and binding goroutines
-// (framework.WaitingPodObserver); it only records what it saw and queues the
-// pod, and its own worker writes the WaitingPod, so a scheduling cycle never
-// waits on the API server.
+// WaitingPodMirror is the one writer of WaitingPod status. It shows pods held
+// at Permit as WaitingPods, and records how people's decisions were carried
+// out, in a status it derives from its own record alone: what the scheduler
+// reported (framework.WaitingPodObserver, called on scheduling and binding
+// goroutines) and what the decision reconciler did (RecordDecision). Callers
+// only update the record and queue the pod; the mirror's workers write, so a
+// scheduling cycle never waits on the API server.
+//
+// One writer with a queue that never hands a key to two workers means no
+// write can drop another's condition. Each write sends the whole status, so
+// whatever someone else put there is replaced, and a change by anyone else
+// seen on the WaitingPod is undone. When the queue is long, successive changes
+// of one pod (held, decided, allowed) are written together: the status
+// follows a pod's wait in fewer writes exactly when the API server is busiest.
 type WaitingPodMirror struct {
-	client client.Client
-	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	client   client.Client
+	recorder events.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
-	// mu guards observed: the latest observation per pod, which the worker
-	// writes out and drops once the pod's wait is resolved and written.
-	mu       sync.Mutex
-	observed map[types.NamespacedName]*observation
+	// mu guards records.
+	mu sync.Mutex
+	// records hold, per WaitingPod name, what the operator observed and did.
+	// A record lives while its WaitingPod does, or until the wait it
+	// describes ends without one.
+	records map[types.NamespacedName]*record
 }
 
-// observation is what the scheduler last reported of one held pod.
-type observation struct {
-	pod       *corev1.Pod
+// record is the operator's own account of one WaitingPod: the source of its
+// status, never the status read back.
+type record struct {
+	// version counts the record's changes, so a sync drops only the
+	// record it read.
+	version uint64
+	// pod is the pod the scheduler held last; nil when only a decision is
+	// recorded.
+	pod *corev1.Pod
+	// The scheduler's observation of the pod's current or last wait.
 	profile   string
 	node      string
 	deadlines map[string]time.Time
-	resolved  bool
-	// resolution and status say how the wait ended, once resolved.
+	// observed is set once the scheduler reported a wait.
+	observed bool
+	resolved bool
+	// resolution and message say how the wait ended, once resolved.
 	resolution framework.PermitResolution
-	status     *framework.Status
+	message    string
+
+	// wpUID is the WaitingPod object the decision and the written status
+	// belong to. A WaitingPod removed and made again is another object: its
+	// decision is its own.
+	wpUID types.UID
+	// decision is the Approved or Rejected condition the reconciler set for
+	// wpUID's decision.
+	decision *metav1.Condition
+	// written is the status last written to wpUID, nil before the first
+	// write; writtenVersion is the resourceVersion that write, or the
+	// creation of wpUID, returned.
+	written        *schedulingv1alpha1.WaitingPodStatus
+	writtenVersion string
 }
 
 var (
@@ -65,39 +103,160 @@ var (
 	_ manager.Runnable             = (*WaitingPodMirror)(nil)
 )
 
-// NewWaitingPodMirror returns a mirror that writes with c. Add it to the
-// manager so its worker runs on the leader.
-func NewWaitingPodMirror(c client.Client) *WaitingPodMirror {
+// NewWaitingPodMirror returns a mirror that writes with c and records on
+// WaitingPods with recorder. Register it with SetupWithManager.
+func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder) *WaitingPodMirror {
 	return &WaitingPodMirror{
 		client:   c,
+		recorder: recorder,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "waitingpod-mirror"}),
-		observed: map[types.NamespacedName]*observation{},
+		records:  map[types.NamespacedName]*record{},
 	}
+}
+
+// SetupWithManager adds the mirror to mgr, whose cache it reads WaitingPods
+// from, and watches them: a WaitingPod that changes is checked against the
+// record, and one that is deleted ends its record.
+func (m *WaitingPodMirror) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &schedulingv1alpha1.WaitingPod{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    m.waitingPodChanged,
+		UpdateFunc: func(_, obj any) { m.waitingPodChanged(obj) },
+		DeleteFunc: m.waitingPodDeleted,
+	}); err != nil {
+		return err
+	}
+	return mgr.Add(m)
+}
+
+// waitingPodChanged queues a WaitingPod the mirror keeps a record of, so a
+// status someone else changed is put back.
+func (m *WaitingPodMirror) waitingPodChanged(obj any) {
+	wp, ok := obj.(*schedulingv1alpha1.WaitingPod)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(wp)
+	m.mu.Lock()
+	_, known := m.records[key]
+	m.mu.Unlock()
+	if known {
+		m.queue.Add(key)
+	}
+}
+
+// waitingPodDeleted ends what the record says about a deleted WaitingPod: its
+// decision and status. A pod still held keeps its record, and the mirror
+// shows it again in a new WaitingPod.
+func (m *WaitingPodMirror) waitingPodDeleted(obj any) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	wp, ok := obj.(*schedulingv1alpha1.WaitingPod)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(wp)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.records[key]
+	if rec == nil || (rec.wpUID != "" && rec.wpUID != wp.UID) {
+		return
+	}
+	rec.forgetWaitingPod()
+	if !rec.observed || rec.resolved {
+		delete(m.records, key)
+		return
+	}
+	m.queue.Add(key)
+}
+
+// forgetWaitingPod drops what belonged to the WaitingPod object the record
+// was written to.
+func (r *record) forgetWaitingPod() {
+	r.wpUID = ""
+	r.decision = nil
+	r.written = nil
+	r.writtenVersion = ""
 }
 
 // PodWaiting records that a pod is held at Permit.
 func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	pod := wp.GetPod()
-	m.observe(&observation{pod: pod, profile: profile, node: wp.GetNodeName(), deadlines: wp.GetPendingPluginDeadlines()})
+	node, deadlines := wp.GetNodeName(), wp.GetPendingPluginDeadlines()
+	m.update(pod.Namespace, pod.Name, func(rec *record) {
+		rec.observe(pod)
+		rec.profile, rec.node, rec.deadlines = profile, node, deadlines
+		rec.observed, rec.resolved, rec.resolution, rec.message = true, false, 0, ""
+	})
 }
 
 // PodResolved records how a pod's wait at Permit ended.
 func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, resolution framework.PermitResolution, status *framework.Status) {
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	m.mu.Lock()
-	prev := m.observed[key]
-	m.mu.Unlock()
-	obs := &observation{pod: pod, profile: profile, resolved: true, resolution: resolution, status: status}
-	if prev != nil && prev.pod.UID == pod.UID {
-		obs.node = prev.node
-	}
-	m.observe(obs)
+	m.update(pod.Namespace, pod.Name, func(rec *record) {
+		// The node stays from the wait being resolved, if it was seen.
+		rec.observe(pod)
+		rec.profile, rec.deadlines = profile, nil
+		rec.observed, rec.resolved, rec.resolution, rec.message = true, true, resolution, status.Message()
+	})
 }
 
-func (m *WaitingPodMirror) observe(obs *observation) {
-	key := types.NamespacedName{Namespace: obs.pod.Namespace, Name: obs.pod.Name}
+// observe makes pod the record's pod. Another pod of the same name starts
+// a new record: the earlier pod's WaitingPod, decision and all, is not its.
+func (r *record) observe(pod *corev1.Pod) {
+	if r.pod != nil && r.pod.UID != pod.UID {
+		*r = record{version: r.version}
+	}
+	r.pod = pod
+}
+
+var _ DecisionRecord = (*WaitingPodMirror)(nil)
+
+// RecordDecision records the condition the decision reconciler set for the
+// decision on WaitingPod wp (Approved or Rejected), to be shown in its
+// status.
+func (m *WaitingPodMirror) RecordDecision(wp *schedulingv1alpha1.WaitingPod, cond metav1.Condition) {
+	m.update(wp.Namespace, wp.Name, func(rec *record) {
+		if rec.pod != nil && rec.pod.UID != wp.Spec.PodUID {
+			// The decision is for a later pod of the same name; what
+			// the record says of the earlier one is past.
+			*rec = record{version: rec.version}
+		}
+		if rec.wpUID != wp.UID {
+			rec.forgetWaitingPod()
+			rec.wpUID = wp.UID
+		}
+		rec.decision = &cond
+	})
+}
+
+// Decision returns the condition RecordDecision last set for WaitingPod wp,
+// nil if none.
+func (m *WaitingPodMirror) Decision(wp *schedulingv1alpha1.WaitingPod) *metav1.Condition {
 	m.mu.Lock()
-	m.observed[key] = obs
+	defer m.mu.Unlock()
+	if rec := m.records[client.ObjectKeyFromObject(wp)]; rec != nil && rec.wpUID == wp.UID && rec.decision != nil {
+		c := *rec.decision
+		return &c
+	}
+	return nil
+}
+
+// update changes the record of namespace/name under the lock and queues it
+// for writing.
+func (m *WaitingPodMirror) update(namespace, name string, change func(*record)) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	m.mu.Lock()
+	rec := m.records[key]
+	if rec == nil {
+		rec = &record{}
+		m.records[key] = rec
+	}
+	change(rec)
+	rec.version++
 	m.mu.Unlock()
 	m.queue.Add(key)
 }
@@ -128,7 +287,7 @@ func (m *WaitingPodMirror) work(ctx context.Context, logger klog.Logger) {
 		if shutdown {
 			return
 		}
-		if err := m.sync(ctx, key); err != nil {
+		if err := m.sync(klog.NewContext(ctx, logger), key); err != nil {
 			logger.Error(err, "Writing WaitingPod", "waitingPod", key)
 			m.queue.AddRateLimited(key)
 		} else {
@@ -138,13 +297,32 @@ func (m *WaitingPodMirror) work(ctx context.Context, logger klog.Logger) {
 	}
 }
 
-func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) error {
+// snapshot returns a copy of the record of key taken under the lock, for
+// one sync, or nil.
+func (m *WaitingPodMirror) snapshot(key types.NamespacedName) *record {
 	m.mu.Lock()
-	obs := m.observed[key]
-	m.mu.Unlock()
-	if obs == nil {
+	defer m.mu.Unlock()
+	rec := m.records[key]
+	if rec == nil {
 		return nil
 	}
+	snap := *rec
+	if rec.decision != nil {
+		c := *rec.decision
+		snap.decision = &c
+	}
+	return &snap
+}
+
+// sync makes the WaitingPod key show the record: it creates the WaitingPod
+// of a held pod, and writes the status the record gives when it differs
+// from the last one written or from the one the WaitingPod shows.
+func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) error {
+	rec := m.snapshot(key)
+	if rec == nil {
+		return nil
+	}
+	holding := rec.pod != nil && rec.observed && !rec.resolved
 
 	wp := &schedulingv1alpha1.WaitingPod{}
 	err := m.client.Get(ctx, key, wp)
@@ -153,7 +331,18 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		wp = nil
 	case err != nil:
 		return err
-	case podUIDOf(wp) != "" && podUIDOf(wp) != obs.pod.UID:
+	case rec.wpUID != "" && wp.UID != rec.wpUID:
+		// Not the WaitingPod the record is about: the cache has yet to
+		// show that one, or it was deleted. The informer's event for it
+		// brings the key back.
+		return nil
+	case rec.pod != nil && podUIDOf(wp) != "" && podUIDOf(wp) != rec.pod.UID:
+		if !holding {
+			// Another pod's WaitingPod; the record's pod and its wait
+			// are past.
+			m.dropIf(key, rec.version)
+			return nil
+		}
 		// Left over from an earlier pod of the same name: its decision
 		// must not apply to this one.
 		if err := m.client.Delete(ctx, wp, client.Preconditions{UID: &wp.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -162,35 +351,115 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		wp = nil
 	}
 	if wp == nil {
-		if obs.resolved {
-			// Resolved before it could be shown; nothing to decide.
-			m.drop(key, obs)
-			return nil
+		switch {
+		case rec.wpUID != "":
+			// Created or written before: the cache has yet to show it,
+			// or its deletion is on its way to waitingPodDeleted.
+		case !holding:
+			// Nothing held to show: the wait ended before it could be
+			// shown.
+			m.dropIf(key, rec.version)
+		default:
+			wp = newWaitingPod(rec.pod)
+			if err := m.client.Create(ctx, wp); err != nil {
+				return err
+			}
+			// The status is written when the informer shows the new
+			// WaitingPod and queues it again, not now: when the queue
+			// is long, what happened to the pod meanwhile (a decision,
+			// the end of the wait) is written with it in one request.
+			m.wrote(key, rec, wp, nil)
 		}
-		wp = newWaitingPod(obs.pod)
-		if err := m.client.Create(ctx, wp); err != nil {
-			return err
-		}
+		return nil
 	}
 
-	orig := wp.DeepCopy()
-	setObservedStatus(wp, obs)
-	if !equality.Semantic.DeepEqual(orig.Status, wp.Status) {
-		if err := m.client.Status().Patch(ctx, wp, client.MergeFrom(orig)); err != nil {
+	want := desiredStatus(rec, time.Now())
+	if rec.written != nil && equality.Semantic.DeepEqual(*rec.written, want) {
+		if stale, err := olderThan(wp.ResourceVersion, rec.writtenVersion); err != nil || stale {
+			// The cache has not caught up with the last write; its event
+			// brings the WaitingPod back here.
 			return err
 		}
+		if equality.Semantic.DeepEqual(wp.Status, want) {
+			return nil
+		}
+		klog.FromContext(ctx).Info("Restoring WaitingPod status changed by someone else", "waitingPod", key)
+		m.recorder.Eventf(wp, nil, corev1.EventTypeWarning, "StatusRestored", "Sync", "Status changed outside the operator was replaced by what the operator observed")
 	}
-	m.drop(key, obs)
+	if err := m.writeStatus(ctx, wp, want); err != nil {
+		return err
+	}
+	m.wrote(key, rec, wp, &want)
 	return nil
 }
 
-// drop forgets obs once written, unless a newer observation replaced it.
-func (m *WaitingPodMirror) drop(key types.NamespacedName, obs *observation) {
+// wrote records that status was written to wp (nil: wp was created), from
+// the snapshot rec, unless the record has meanwhile turned to another pod
+// or WaitingPod.
+func (m *WaitingPodMirror) wrote(key types.NamespacedName, rec *record, wp *schedulingv1alpha1.WaitingPod, status *schedulingv1alpha1.WaitingPodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.observed[key] == obs && obs.resolved {
-		delete(m.observed, key)
+	cur := m.records[key]
+	if cur == nil || cur.podUID() != rec.podUID() || (cur.wpUID != "" && cur.wpUID != wp.UID) {
+		return
 	}
+	cur.wpUID, cur.written, cur.writtenVersion = wp.UID, status, wp.ResourceVersion
+}
+
+// podUID is the UID of the record's pod, empty when it has none.
+func (r *record) podUID() types.UID {
+	if r.pod == nil {
+		return ""
+	}
+	return r.pod.UID
+}
+
+// dropIf removes the record of key unless it changed since version.
+func (m *WaitingPodMirror) dropIf(key types.NamespacedName, version uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rec := m.records[key]; rec != nil && rec.version == version {
+		delete(m.records, key)
+	}
+}
+
+// olderThan reports whether resourceVersion a is older than b; false when b
+// is empty.
+func olderThan(a, b string) (bool, error) {
+	if b == "" {
+		return false, nil
+	}
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	return cmp < 0, err
+}
+
+// statusFields are the fields of WaitingPodStatus, each sent in every write:
+// null for one the record leaves empty, so nothing else stays there.
+var statusFields = []string{"podUID", "profile", "nodeName", "pendingPlugins", "expires", "conditions"}
+
+// writeStatus replaces wp's status with status, in a merge patch that names
+// every field: with one writer per WaitingPod there is nothing to merge
+// with, and a patch needs no resourceVersion, so a decision written to the
+// spec meanwhile cannot make it conflict.
+func (m *WaitingPodMirror) writeStatus(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, status schedulingv1alpha1.WaitingPodStatus) error {
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	fields := map[string]any{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return err
+	}
+	for _, f := range statusFields {
+		if _, ok := fields[f]; !ok {
+			fields[f] = nil
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"status": fields})
+	if err != nil {
+		return err
+	}
+	return m.client.Status().Patch(ctx, wp, client.RawPatch(types.MergePatchType, patch))
 }
 
 func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
@@ -209,56 +478,77 @@ func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
 	}
 }
 
-// setObservedStatus writes what the scheduler observed into wp's status.
-func setObservedStatus(wp *schedulingv1alpha1.WaitingPod, obs *observation) {
-	st := &wp.Status
-	st.PodUID = obs.pod.UID
-	st.Profile = obs.profile
-	st.NodeName = obs.node
-	if !obs.resolved {
-		st.PendingPlugins = nil
-		var earliest *metav1.Time
-		for _, name := range slices.Sorted(maps.Keys(obs.deadlines)) {
-			d := metav1.NewTime(obs.deadlines[name].Truncate(time.Second))
+// desiredStatus is the status rec gives. It starts from the status last
+// written, so a condition that did not change keeps its transition time;
+// now stamps the ones that did.
+func desiredStatus(rec *record, now time.Time) schedulingv1alpha1.WaitingPodStatus {
+	st := schedulingv1alpha1.WaitingPodStatus{}
+	if rec.written != nil {
+		rec.written.DeepCopyInto(&st)
+	}
+	// Stored times have whole seconds; so has what is compared with them.
+	stamp := metav1.NewTime(now.Truncate(time.Second))
+	set := func(c metav1.Condition) {
+		c.LastTransitionTime = stamp
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if rec.observed {
+		setObservedStatus(&st, rec, set)
+	}
+	if rec.decision != nil {
+		set(*rec.decision)
+	}
+	return st
+}
+
+// setObservedStatus writes the scheduler's observation in rec into st,
+// setting conditions with set.
+func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, set func(metav1.Condition)) {
+	st.PodUID = rec.pod.UID
+	st.Profile = rec.profile
+	st.NodeName = rec.node
+	st.PendingPlugins = nil
+	st.Expires = nil
+	if !rec.resolved {
+		pending := slices.Sorted(maps.Keys(rec.deadlines))
+		for _, name := range pending {
+			d := metav1.NewTime(rec.deadlines[name].Truncate(time.Second))
 			st.PendingPlugins = append(st.PendingPlugins, schedulingv1alpha1.PendingPlugin{Name: name, Deadline: &d})
-			if earliest == nil || d.Before(earliest) {
-				earliest = &d
+			if st.Expires == nil || d.Before(st.Expires) {
+				st.Expires = &d
 			}
 		}
-		st.Expires = earliest
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,
-			Message: fmt.Sprintf("Held on node %s by %s", obs.node, strings.Join(slices.Sorted(maps.Keys(obs.deadlines)), ", ")),
+			Message: fmt.Sprintf("Held on node %s by %s", rec.node, strings.Join(pending, ", ")),
 		})
-		meta.SetStatusCondition(&st.Conditions, decidableCondition(slices.Collect(maps.Keys(obs.deadlines))))
+		set(decidableCondition(pending))
 		// A new wait starts a new story: an earlier expiry no longer holds.
 		meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodExpired)
 		return
 	}
-	st.PendingPlugins = nil
-	st.Expires = nil
 	// Decidable speaks of a hold; there is none now.
 	meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodDecidable)
-	switch obs.resolution {
+	switch rec.resolution {
 	case framework.PermitAllowed:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonAllowed,
 			Message: "Every Permit plugin allowed the pod; it proceeds to binding",
 		})
 	case framework.PermitTimedOut:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonTimeout, Message: obs.status.Message(),
+		set(metav1.Condition{
+			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonTimeout, Message: rec.message,
 		})
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodExpired, Status: metav1.ConditionTrue, Reason: reasonTimeout,
-			Message: obs.status.Message() + "; the pod is pending again and a decision still applies when it returns",
+			Message: rec.message + "; the pod is pending again and a decision still applies when it returns",
 		})
 	default:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.WaitingPodRejected, Message: obs.status.Message(),
+		set(metav1.Condition{
+			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.WaitingPodRejected, Message: rec.message,
 		})
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.WaitingPodRejected, Message: obs.status.Message(),
+		set(metav1.Condition{
+			Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.WaitingPodRejected, Message: rec.message,
 		})
 	}
 }

@@ -68,14 +68,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return nil, err
 	}
 
-	mirror := controllers.NewWaitingPodMirror(mgr.GetClient())
-	if err := mgr.Add(mirror); err != nil {
+	recorder := mgr.GetEventRecorder(EventSource)
+	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder)
+	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
 	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error) {
 		return sched.NewFramework(ctx, profile, runtime.WithWaitingPodObserver(mirror))
 	}
-	recorder := mgr.GetEventRecorder(EventSource)
 	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder,
 		o.ReservedSchedulerNames).SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	// informer (InformerFor hands back the one the loop made): the operator
 	// caches each pod once.
 	podInformer := sched.InformerFactory().Core().V1().Pods().Informer()
-	if err := controllers.NewWaitingPodReconciler(mgr.GetClient(), podInformer, sched.Profiles(), recorder,
+	if err := controllers.NewWaitingPodReconciler(mgr.GetClient(), mirror, podInformer, sched.Profiles(), recorder,
 		o.WaitingPodRetention).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

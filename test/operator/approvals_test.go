@@ -204,6 +204,71 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		Eventually(func() bool { _, err := getWaitingPod(ns, "parked"); return apierrors.IsNotFound(err) }, "5s").Should(BeTrue())
 	})
 
+	It("puts back a status someone else wrote, and audits a decision from its own record", func() {
+		ns := namespace()
+		pod := createPod(poolPod(ns, "forged", "approvals", "approvals", "1", "1Gi"))
+		Eventually(waitingCondition(ns, "forged", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		wp, err := getWaitingPod(ns, "forged")
+		Expect(err).NotTo(HaveOccurred())
+		node := wp.Status.NodeName
+
+		// Someone with write access to the status claims another node and
+		// an approval that never happened.
+		forge := func() {
+			GinkgoHelper()
+			Eventually(func() error {
+				wp, err := getWaitingPod(ns, "forged")
+				if err != nil {
+					return err
+				}
+				wp.Status.NodeName = "forged-node"
+				meta.SetStatusCondition(&wp.Status.Conditions, metav1.Condition{
+					Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: "Delivered", Message: "Approved by nobody",
+				})
+				return k8sClient.Status().Update(ctx, wp)
+			}).Should(Succeed())
+		}
+		forge()
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "forged")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wp.Status.NodeName).To(Equal(node))
+			g.Expect(meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodApproved)).To(BeNil())
+		}).Should(Succeed())
+		Eventually(eventNotes("WaitingPod", ns, "forged", "StatusRestored")).ShouldNot(BeEmpty())
+		Expect(scheduledPodNode(pod)).To(BeEmpty())
+
+		// A forged Approved condition does not pass for a decision already
+		// carried out: the approval is delivered and audited.
+		forge()
+		kubectlOK("approve", "waitingpod/forged", "-n", ns)
+		Expect(boundNode(pod)).To(Equal(node))
+		Eventually(eventNotes("Pod", ns, "forged", "Approved")).Should(ContainElement(ContainSubstring("Approved by admin")))
+	})
+
+	It("shows a decision and the end of the wait it caused side by side", func() {
+		ns := namespace()
+		pod := createPod(poolPod(ns, "both", "approvals", "approvals", "1", "1Gi"))
+		Eventually(waitingCondition(ns, "both", schedulingv1alpha1.WaitingPodWaiting)).Should(haveCondition(metav1.ConditionTrue, "Held"))
+		kubectlOK("approve", "waitingpod/both", "-n", ns)
+		Expect(boundNode(pod)).NotTo(BeEmpty())
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "both")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodApproved)).To(haveCondition(metav1.ConditionTrue, "Delivered"))
+			g.Expect(meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodWaiting)).To(haveCondition(metav1.ConditionFalse, "Allowed"))
+			g.Expect(wp.Status.NodeName).To(Equal(scheduledPodNode(pod)))
+			// One writer: its field manager alone owns the status.
+			var managers []string
+			for _, f := range wp.ManagedFields {
+				if f.Subresource == "status" {
+					managers = append(managers, f.Manager)
+				}
+			}
+			g.Expect(managers).To(HaveLen(1))
+		}, retention).Should(Succeed())
+	})
+
 	AfterAll(func() {
 		for _, name := range []string{"approvals", "short-window"} {
 			kubectlOK("delete", "schedulingprofile", name)

@@ -1,0 +1,238 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
+)
+
+// mirrorFixture is a mirror on a fake API server that counts the mirror's
+// writes.
+type mirrorFixture struct {
+	mirror   *WaitingPodMirror
+	client   client.Client
+	recorder *events.FakeRecorder
+	creates  int
+	patches  int
+}
+
+func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+	f := &mirrorFixture{recorder: events.NewFakeRecorder(10)}
+	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				f.creates++
+				// The fake API server leaves UIDs to the caller.
+				obj.SetUID(types.UID("wp-" + obj.GetName()))
+				return c.Create(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				f.patches++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	f.mirror = NewWaitingPodMirror(f.client, f.recorder)
+	return f
+}
+
+var trainKey = types.NamespacedName{Namespace: "ns", Name: "train-0"}
+
+func (f *mirrorFixture) sync(t *testing.T) {
+	t.Helper()
+	if err := f.mirror.sync(klog.NewContext(context.Background(), klog.Background()), trainKey); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *mirrorFixture) get(t *testing.T) *schedulingv1alpha1.WaitingPod {
+	t.Helper()
+	wp := &schedulingv1alpha1.WaitingPod{}
+	if err := f.client.Get(context.Background(), trainKey, wp); err != nil {
+		t.Fatal(err)
+	}
+	return wp
+}
+
+func trainPod(uid types.UID) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: uid}}
+}
+
+func held(pod *corev1.Pod) *fakeWaitingPod {
+	return &fakeWaitingPod{pod: pod, pending: []string{manualapproval.Name}}
+}
+
+func (w *fakeWaitingPod) GetPendingPluginDeadlines() map[string]time.Time {
+	deadlines := map[string]time.Time{}
+	for _, name := range w.pending {
+		deadlines[name] = time.Now().Add(time.Hour)
+	}
+	return deadlines
+}
+
+func TestMirrorWritesHoldDecisionAndEndTogetherWhenBehind(t *testing.T) {
+	f := newMirrorFixture(t)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.sync(t)
+	if f.creates != 1 || f.patches != 0 {
+		t.Fatalf("after the hold: %d creates, %d status writes; want the WaitingPod created, its status written on the next turn", f.creates, f.patches)
+	}
+	// Before the mirror's next turn the pod is approved and allowed.
+	wp := f.get(t)
+	f.mirror.RecordDecision(wp, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice"})
+	f.mirror.PodResolved("approvals", pod, framework.PermitAllowed, nil)
+	f.sync(t)
+	f.sync(t)
+	if f.patches != 1 {
+		t.Fatalf("%d status writes, want 1", f.patches)
+	}
+	st := f.get(t).Status
+	if st.NodeName != "node-1" || st.Profile != "approvals" || st.PodUID != pod.UID || len(st.PendingPlugins) != 0 {
+		t.Errorf("status = %+v, want the hold on node-1 by approvals, resolved", st)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodApproved); c == nil || c.Reason != reasonDelivered {
+		t.Errorf("Approved = %+v, want Delivered", c)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodWaiting); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonAllowed {
+		t.Errorf("Waiting = %+v, want False, Allowed", c)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodDecidable); c != nil {
+		t.Errorf("Decidable = %+v after the wait ended, want none", c)
+	}
+}
+
+func TestMirrorRestoresStatusWrittenByOthers(t *testing.T) {
+	f := newMirrorFixture(t)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.sync(t)
+	f.sync(t)
+	written := f.get(t).Status
+
+	forged := f.get(t)
+	forged.Status.NodeName = "forged-node"
+	meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by nobody"})
+	if err := f.client.Status().Update(context.Background(), forged); err != nil {
+		t.Fatal(err)
+	}
+	patches := f.patches
+	f.sync(t)
+	if f.patches != patches+1 {
+		t.Fatalf("status writes after the forgery: %d, want 1", f.patches-patches)
+	}
+	got := f.get(t).Status
+	if got.NodeName != written.NodeName || meta.FindStatusCondition(got.Conditions, schedulingv1alpha1.WaitingPodApproved) != nil {
+		t.Errorf("status = %+v, want the one written before, %+v", got, written)
+	}
+	select {
+	case e := <-f.recorder.Events:
+		if !strings.Contains(e, "StatusRestored") {
+			t.Errorf("event %q, want StatusRestored", e)
+		}
+	default:
+		t.Error("no event for the restored status")
+	}
+	// Nothing new, nothing changed: no write.
+	f.sync(t)
+	if f.patches != patches+1 {
+		t.Errorf("a sync with nothing to do wrote the status")
+	}
+}
+
+func TestMirrorWaitsForCacheToCatchUp(t *testing.T) {
+	f := newMirrorFixture(t)
+	f.mirror.PodWaiting("approvals", held(trainPod("pod-uid")))
+	f.sync(t)
+	f.sync(t)
+	// The cache still shows a version from before the mirror's last write.
+	f.mirror.records[trainKey].writtenVersion = "999999"
+	forged := f.get(t)
+	forged.Status.NodeName = "stale"
+	if err := f.client.Status().Update(context.Background(), forged); err != nil {
+		t.Fatal(err)
+	}
+	patches := f.patches
+	f.sync(t)
+	if f.patches != patches {
+		t.Errorf("wrote the status over a cached WaitingPod older than the last write")
+	}
+}
+
+func TestMirrorShowsNothingForWaitEndedBeforeShown(t *testing.T) {
+	f := newMirrorFixture(t)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.mirror.PodResolved("approvals", pod, framework.PermitAllowed, nil)
+	f.sync(t)
+	if f.creates != 0 {
+		t.Errorf("created a WaitingPod for a wait already over")
+	}
+	if _, ok := f.mirror.records[trainKey]; ok {
+		t.Errorf("kept the record of a wait already over")
+	}
+}
+
+func TestMirrorReplacesWaitingPodOfEarlierPod(t *testing.T) {
+	earlier := &schedulingv1alpha1.WaitingPod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "wp-earlier"},
+		Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: "earlier-pod", Decision: schedulingv1alpha1.DecisionApprove},
+	}
+	f := newMirrorFixture(t, earlier)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.sync(t)
+	wp := f.get(t)
+	if wp.Spec.PodUID != pod.UID || wp.Spec.Decision != "" {
+		t.Errorf("WaitingPod spec = %+v, want a new, undecided one for %s", wp.Spec, pod.UID)
+	}
+}
+
+func TestMirrorShowsHeldPodAgainWhenItsWaitingPodIsDeleted(t *testing.T) {
+	f := newMirrorFixture(t)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.sync(t)
+	wp := f.get(t)
+	if err := f.client.Delete(context.Background(), wp); err != nil {
+		t.Fatal(err)
+	}
+	f.mirror.waitingPodDeleted(wp)
+	f.sync(t)
+	if f.creates != 2 {
+		t.Errorf("%d creates, want the held pod shown again", f.creates)
+	}
+
+	// A decided WaitingPod deleted after the wait ended is not made again.
+	f.mirror.PodResolved("approvals", pod, framework.PermitRejected, framework.NewStatus(framework.Unschedulable, "rejected"))
+	wp = f.get(t)
+	if err := f.client.Delete(context.Background(), wp); err != nil {
+		t.Fatal(err)
+	}
+	f.mirror.waitingPodDeleted(wp)
+	f.sync(t)
+	if err := f.client.Get(context.Background(), trainKey, &schedulingv1alpha1.WaitingPod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("WaitingPod of a wait that ended made again: %v", err)
+	}
+}
