@@ -84,6 +84,10 @@ type record struct {
 	resolution framework.PermitResolution
 	message    string
 
+	// wpEpoch counts the times the record let go of a WaitingPod object
+	// (forgetWaitingPod), so that a write in flight meanwhile is not
+	// recorded against an object already gone.
+	wpEpoch uint64
 	// wpUID is the WaitingPod object the decision and the written status
 	// belong to. A WaitingPod removed and made again is another object: its
 	// decision is its own.
@@ -177,6 +181,7 @@ func (m *WaitingPodMirror) waitingPodDeleted(obj any) {
 // forgetWaitingPod drops what belonged to the WaitingPod object the record
 // was written to.
 func (r *record) forgetWaitingPod() {
+	r.wpEpoch++
 	r.wpUID = ""
 	r.decision = nil
 	r.written = nil
@@ -208,7 +213,7 @@ func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, resoluti
 // a new record: the earlier pod's WaitingPod, decision and all, is not its.
 func (r *record) observe(pod *corev1.Pod) {
 	if r.pod != nil && r.pod.UID != pod.UID {
-		*r = record{version: r.version}
+		*r = record{version: r.version, wpEpoch: r.wpEpoch + 1}
 	}
 	r.pod = pod
 }
@@ -223,10 +228,12 @@ func (m *WaitingPodMirror) RecordDecision(wp *schedulingv1alpha1.WaitingPod, con
 		if rec.pod != nil && rec.pod.UID != wp.Spec.PodUID {
 			// The decision is for a later pod of the same name; what
 			// the record says of the earlier one is past.
-			*rec = record{version: rec.version}
+			*rec = record{version: rec.version, wpEpoch: rec.wpEpoch + 1}
 		}
 		if rec.wpUID != wp.UID {
-			rec.forgetWaitingPod()
+			if rec.wpUID != "" {
+				rec.forgetWaitingPod()
+			}
 			rec.wpUID = wp.UID
 		}
 		rec.decision = &cond
@@ -395,12 +402,13 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 
 // wrote records that status was written to wp (nil: wp was created), from
 // the snapshot rec, unless the record has meanwhile turned to another pod
-// or WaitingPod.
+// or let go of the WaitingPod (it was deleted while the write was in
+// flight: recorded, it would wait for an object that is gone).
 func (m *WaitingPodMirror) wrote(key types.NamespacedName, rec *record, wp *schedulingv1alpha1.WaitingPod, status *schedulingv1alpha1.WaitingPodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.records[key]
-	if cur == nil || cur.podUID() != rec.podUID() || (cur.wpUID != "" && cur.wpUID != wp.UID) {
+	if cur == nil || cur.podUID() != rec.podUID() || cur.wpEpoch != rec.wpEpoch || (cur.wpUID != "" && cur.wpUID != wp.UID) {
 		return
 	}
 	cur.wpUID, cur.written, cur.writtenVersion = wp.UID, status, wp.ResourceVersion

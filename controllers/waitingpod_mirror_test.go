@@ -236,3 +236,30 @@ func TestMirrorShowsHeldPodAgainWhenItsWaitingPodIsDeleted(t *testing.T) {
 		t.Errorf("WaitingPod of a wait that ended made again: %v", err)
 	}
 }
+
+func TestMirrorShowsHeldPodAgainWhenItsWaitingPodGoesDuringCreation(t *testing.T) {
+	f := newMirrorFixture(t)
+	deleted := false
+	f.client = interceptor.NewClient(f.client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil || deleted {
+				return err
+			}
+			// Deleted, and the deletion seen, before the creation returns.
+			deleted = true
+			if err := c.Delete(ctx, obj); err != nil {
+				return err
+			}
+			f.mirror.waitingPodDeleted(obj)
+			return nil
+		},
+	})
+	f.mirror.client = f.client
+	f.mirror.PodWaiting("approvals", held(trainPod("pod-uid")))
+	f.sync(t)
+	f.sync(t)
+	if f.creates != 2 {
+		t.Errorf("%d creates, want the held pod shown again after its WaitingPod went", f.creates)
+	}
+	f.get(t)
+}
