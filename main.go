@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -112,13 +113,13 @@ func run(o options) error {
 		return err
 	}
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
-	// A profile that names no plugins runs the built-in default profile.
-	plugins.InstallDefaultPlugins()
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: splitNames(o.reservedSchedulerNames),
 		WaitingPodRetention:    o.waitingPodRetention,
 		Scheduler:              schedOpts,
+		// The registry the manager serves on /metrics.
+		MetricsRegisterer: ctrlmetrics.Registry,
 	}); err != nil {
 		return err
 	}

@@ -170,6 +170,7 @@ func (s *Scheduler) addPod(obj any) {
 		s.logger.Error(nil, "Cannot convert to *v1.Pod", "obj", obj)
 		return
 	}
+	s.unserved.add(pod)
 	if assignedPod(pod) {
 		s.addAssignedPodToCache(pod)
 	} else if s.responsibleForPod(pod) {
@@ -189,6 +190,7 @@ func (s *Scheduler) updatePod(oldObj, newObj any) {
 		s.logger.Error(nil, "Cannot convert newObj to *v1.Pod", "newObj", newObj)
 		return
 	}
+	s.unserved.update(oldPod, newPod)
 	switch {
 	case assignedPod(oldPod) && terminalPod(newPod):
 		// Only reached with an informer that keeps terminal pods.
@@ -221,6 +223,7 @@ func (s *Scheduler) deletePod(obj any) {
 		s.logger.Error(nil, "Cannot convert to *v1.Pod", "obj", t)
 		return
 	}
+	s.unserved.remove(pod)
 	if assignedPod(pod) {
 		s.deleteAssignedPodFromCache(pod)
 	} else if s.responsibleForPod(pod) {

@@ -1,15 +1,13 @@
 package scheduler
 
 import (
-	"errors"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
-	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Result label values of the attempt metrics, as upstream.
@@ -19,66 +17,9 @@ const (
 	errorResult         = "error"
 )
 
-// Metrics with upstream's names, help texts and buckets; the per-attempt
-// ones also carry the profile.
-var (
-	scheduleAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: "scheduler",
-		Name:      "schedule_attempts_total",
-		Help:      "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
-	}, []string{"result", "profile"})
-
-	schedulingAttemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "scheduling_attempt_duration_seconds",
-		Help:      "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-		Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
-	}, []string{"result", "profile"})
-
-	podSchedulingSLIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "pod_scheduling_sli_duration_seconds",
-		Help:      "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.",
-		Buckets:   prometheus.ExponentialBuckets(0.01, 2, 20),
-	}, []string{"attempts", "profile"})
-
-	podSchedulingAttempts = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "pod_scheduling_attempts",
-		Help:      "Number of attempts to successfully schedule a pod.",
-		Buckets:   prometheus.ExponentialBuckets(1, 2, 5),
-	})
-)
-
-var registerOnce sync.Once
-
-// registerMetrics registers the scheduler's, the queue's and the
-// framework's metrics on controller-runtime's registry, which the manager
-// serves on /metrics.
-func registerMetrics() error {
-	var err error
-	registerOnce.Do(func() { err = RegisterMetrics(ctrlmetrics.Registry) })
-	return err
-}
-
-// RegisterMetrics registers every metric of the scheduling loop on reg.
-// Registering twice on one registry is not an error.
-func RegisterMetrics(reg prometheus.Registerer) error {
-	errs := []error{runtime.Register(reg)}
-	for _, c := range []prometheus.Collector{scheduleAttempts, schedulingAttemptDuration, podSchedulingSLIDuration, podSchedulingAttempts, queue.PendingPods} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func observeAttempt(result, profile string, seconds float64) {
-	scheduleAttempts.WithLabelValues(result, profile).Inc()
-	schedulingAttemptDuration.WithLabelValues(result, profile).Observe(seconds)
+func (s *Scheduler) observeAttempt(result, profile string, seconds float64) {
+	s.metrics.ScheduleAttempts.WithLabelValues(result, profile).Inc()
+	s.metrics.SchedulingAttemptDuration.WithLabelValues(result, profile).Observe(seconds)
 }
 
 // attemptsLabel buckets the attempt count as upstream ("15+" beyond 15).
@@ -87,4 +28,91 @@ func attemptsLabel(attempts int) string {
 		return "15+"
 	}
 	return strconv.Itoa(attempts)
+}
+
+// unservedPods keeps scheduler_unserved_pending_pods: per schedulerName, the
+// pending pods (unbound and not finished) that no profile serves. Names
+// reserved for other schedulers (default-scheduler, typically) are served,
+// just not here, so they get no series at all; nor does a name whose count
+// is zero, so that names seen once do not linger.
+//
+// It holds every pending pod, served or not, so that the count of a name is
+// there the moment its profile goes away.
+type unservedPods struct {
+	gauge    *prometheus.GaugeVec
+	served   func(schedulerName string) bool
+	reserved sets.Set[string]
+
+	// mu orders the pod handlers' updates with profile changes: a series
+	// is set or deleted under it, after reading served, so the last writer
+	// always saw the current profile set. served takes the queue's lock,
+	// which is never held while calling in here.
+	mu      sync.Mutex
+	pending map[string]sets.Set[types.UID]
+}
+
+func newUnservedPods(gauge *prometheus.GaugeVec, served func(string) bool, reserved []string) *unservedPods {
+	return &unservedPods{
+		gauge:    gauge,
+		served:   served,
+		reserved: sets.New(reserved...),
+		pending:  map[string]sets.Set[types.UID]{},
+	}
+}
+
+func waitingForNode(pod *v1.Pod) bool { return !assignedPod(pod) && !terminalPod(pod) }
+
+func (u *unservedPods) add(pod *v1.Pod) {
+	if !waitingForNode(pod) {
+		return
+	}
+	name := pod.Spec.SchedulerName
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uids := u.pending[name]
+	if uids == nil {
+		uids = sets.New[types.UID]()
+		u.pending[name] = uids
+	}
+	uids.Insert(pod.UID)
+	u.refreshLocked(name)
+}
+
+func (u *unservedPods) remove(pod *v1.Pod) {
+	name := pod.Spec.SchedulerName
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uids := u.pending[name]
+	if !uids.Has(pod.UID) {
+		return
+	}
+	uids.Delete(pod.UID)
+	if uids.Len() == 0 {
+		delete(u.pending, name)
+	}
+	u.refreshLocked(name)
+}
+
+// update follows a pod that was bound or finished. spec.schedulerName is
+// immutable, so only leaving the pending state matters.
+func (u *unservedPods) update(oldPod, newPod *v1.Pod) {
+	if waitingForNode(oldPod) && !waitingForNode(newPod) {
+		u.remove(oldPod)
+	}
+}
+
+// refresh re-exports name's count after its profile came or went.
+func (u *unservedPods) refresh(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.refreshLocked(name)
+}
+
+func (u *unservedPods) refreshLocked(name string) {
+	n := u.pending[name].Len()
+	if n == 0 || u.reserved.Has(name) || u.served(name) {
+		u.gauge.DeleteLabelValues(name)
+		return
+	}
+	u.gauge.WithLabelValues(name).Set(float64(n))
 }

@@ -379,10 +379,10 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 		return st
 	}
 	logger.V(2).Info("Successfully bound pod to node", "node", host, "evaluatedNodes", result.EvaluatedNodes, "feasibleNodes", result.FeasibleNodes)
-	observeAttempt(scheduledResult, fwk.ProfileName(), time.Since(start).Seconds())
-	podSchedulingAttempts.Observe(float64(assumedPodInfo.Attempts))
+	s.observeAttempt(scheduledResult, fwk.ProfileName(), time.Since(start).Seconds())
+	s.metrics.PodSchedulingAttempts.Observe(float64(assumedPodInfo.Attempts))
 	if t := assumedPodInfo.InitialAttemptTimestamp; t != nil {
-		podSchedulingSLIDuration.WithLabelValues(attemptsLabel(assumedPodInfo.Attempts), fwk.ProfileName()).Observe(time.Since(*t).Seconds())
+		s.metrics.PodSchedulingSLIDuration.WithLabelValues(attemptsLabel(assumedPodInfo.Attempts), fwk.ProfileName()).Observe(time.Since(*t).Seconds())
 	}
 	fwk.RunPostBindPlugins(bindCtx, state, assumedPod, host)
 	if m := podsToActivate.Take(); len(m) != 0 {
@@ -449,7 +449,7 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, fwk framework.F
 		reason = v1.PodReasonUnschedulable
 		result = unschedulableResult
 	}
-	observeAttempt(result, fwk.ProfileName(), time.Since(start).Seconds())
+	s.observeAttempt(result, fwk.ProfileName(), time.Since(start).Seconds())
 
 	pod := podInfo.Pod
 	err := st.AsError()

@@ -24,6 +24,7 @@ import (
 
 	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -53,6 +54,8 @@ type Scheduler struct {
 	queue       *queue.PriorityQueue
 	broadcaster events.EventBroadcaster
 	status      *statusUpdater
+	metrics     *metrics.Metrics
+	unserved    *unservedPods
 
 	parallelism              int
 	percentageOfNodesToScore *int32
@@ -90,6 +93,8 @@ type options struct {
 	parallelism                   int
 	percentageOfNodesToScore      *int32
 	defaultPlugins                *configv1.Plugins
+	metrics                       *metrics.Metrics
+	reservedSchedulerNames        []string
 	podInitialBackoff             time.Duration
 	podMaxBackoff                 time.Duration
 	podMaxInUnschedulableDuration time.Duration
@@ -121,10 +126,24 @@ func WithPercentageOfNodesToScore(p int32) Option {
 	return func(o *options) { o.percentageOfNodesToScore = &p }
 }
 
-// WithDefaultPlugins sets the plugins profiles are merged onto, instead of
-// the runtime's defaults.
+// WithDefaultPlugins sets the plugins profiles are merged onto (e.g.
+// plugins.DefaultPlugins()). Without it a profile runs only the plugins it
+// names.
 func WithDefaultPlugins(p *configv1.Plugins) Option {
 	return func(o *options) { o.defaultPlugins = p.DeepCopy() }
+}
+
+// WithMetrics sets the metrics the loop, its queue, its instances and
+// their plugins observe; build them with metrics.New on the registry that
+// exports them. Without it they are exported nowhere.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(o *options) { o.metrics = m }
+}
+
+// WithReservedSchedulerNames names the schedulerNames other schedulers
+// serve: their pods are not counted as unserved.
+func WithReservedSchedulerNames(names ...string) Option {
+	return func(o *options) { o.reservedSchedulerNames = names }
 }
 
 // WithPodBackoff sets the initial and maximum backoff of failed pods (1 s and 10 s by default).
@@ -167,8 +186,8 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	if o.profiles == nil {
 		o.profiles = profiles.NewSet(logger)
 	}
-	if err := registerMetrics(); err != nil {
-		return nil, fmt.Errorf("registering metrics: %w", err)
+	if o.metrics == nil {
+		o.metrics = metrics.NewUnregistered()
 	}
 
 	s := &Scheduler{
@@ -180,6 +199,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
 		defaultPlugins:           o.defaultPlugins,
+		metrics:                  o.metrics,
 		logger:                   logger,
 		profileCtx:               klog.NewContext(context.Background(), logger),
 		snapshot:                 internalcache.NewEmptySnapshot(),
@@ -196,7 +216,9 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		queue.WithPodInitialBackoffDuration(o.podInitialBackoff),
 		queue.WithPodMaxBackoffDuration(o.podMaxBackoff),
 		queue.WithPodMaxInUnschedulablePodsDuration(o.podMaxInUnschedulableDuration),
+		queue.WithMetrics(o.metrics),
 	)
+	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames)
 	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod))
 	s.status = newStatusUpdater(client, s.podLister)
 
@@ -204,6 +226,9 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		return nil, err
 	}
 	s.profiles.Subscribe(s.onProfileChange)
+	// Series go once no instance of the profile is left, so that cycles
+	// still finishing on a removed instance do not bring them back.
+	s.profiles.OnRetired(s.metrics.DeleteProfile)
 	// Instances published before the subscription.
 	for _, name := range s.profiles.Names() {
 		if fwk := s.profiles.Get(name); fwk != nil {
@@ -249,6 +274,7 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithPodActivator(s.queue),
 		runtime.WithParallelism(s.parallelism),
 		runtime.WithPercentageOfNodesToScore(s.percentageOfNodesToScore),
+		runtime.WithMetrics(s.metrics),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))
@@ -291,11 +317,12 @@ func (s *Scheduler) syncNewInformers(ctx context.Context) error {
 	return nil
 }
 
-// onProfileChange keeps the queue in step with the profile set. A profile
-// seen for the first time also picks up the pending pods that named it
-// before it existed.
+// onProfileChange keeps the queue and the count of unserved pods in step
+// with the profile set. A profile seen for the first time also picks up
+// the pending pods that named it before it existed.
 func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	logger := s.logger.WithValues("profile", name)
+	defer s.unserved.refresh(name)
 	if fwk == nil {
 		s.queue.RemoveProfile(name)
 		logger.V(2).Info("Profile removed from the scheduling queue")

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -258,11 +259,12 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	plugins.InstallDefaultPlugins()
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    o.retention,
+		// The registry the manager serves on /metrics.
+		MetricsRegisterer: ctrlmetrics.Registry,
 	}); err != nil {
 		return nil, err
 	}

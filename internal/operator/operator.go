@@ -10,15 +10,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultpreemption"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -34,7 +35,11 @@ type Options struct {
 	// WaitingPodRetention is how long a WaitingPod stays after its pod is
 	// bound or gone.
 	WaitingPodRetention time.Duration
-	// Scheduler configures the scheduling loop.
+	// MetricsRegisterer exports the scheduling loop's metrics; nil keeps
+	// them unexported. Each operator in a process needs its own.
+	MetricsRegisterer prometheus.Registerer
+	// Scheduler configures the scheduling loop, after the defaults Setup
+	// gives it (the default plugins, the metrics, the reserved names).
 	Scheduler []scheduler.Option
 }
 
@@ -57,10 +62,18 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := manualapproval.Register(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
-	if err := defaultpreemption.RegisterMetrics(ctrlmetrics.Registry); err != nil {
-		return nil, err
+	m := metrics.NewUnregistered()
+	if o.MetricsRegisterer != nil {
+		if m, err = metrics.New(o.MetricsRegisterer); err != nil {
+			return nil, fmt.Errorf("registering the scheduling loop's metrics: %w", err)
+		}
 	}
-	sched, err := scheduler.New(ctx, clientset, o.Registry, o.Scheduler...)
+	schedOpts := append([]scheduler.Option{
+		scheduler.WithDefaultPlugins(plugins.DefaultPlugins()),
+		scheduler.WithMetrics(m),
+		scheduler.WithReservedSchedulerNames(o.ReservedSchedulerNames...),
+	}, o.Scheduler...)
+	sched, err := scheduler.New(ctx, clientset, o.Registry, schedOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("building the scheduling loop: %w", err)
 	}

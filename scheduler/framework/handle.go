@@ -10,6 +10,8 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 // Handle is what a plugin factory receives: data and tools of the framework
@@ -53,6 +55,10 @@ type Handle interface {
 
 	// ProfileName returns the schedulerName of the profile.
 	ProfileName() string
+
+	// Metrics returns the scheduler's metrics, for plugins that report
+	// their own (DefaultPreemption).
+	Metrics() *metrics.Metrics
 
 	// ListPlugins returns the plugins that run at each extension point, in
 	// order, with weights at Score: the resolved form of the profile. It is

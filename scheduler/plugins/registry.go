@@ -156,13 +156,6 @@ func DefaultPlugins() *configv1.Plugins {
 	return out
 }
 
-// InstallDefaultPlugins makes DefaultPlugins the plugins every profile
-// starts from (runtime.SetDefaultPlugins). Call it once at start-up,
-// before building instances.
-func InstallDefaultPlugins() {
-	runtime.SetDefaultPlugins(DefaultPlugins())
-}
-
 // OmittedDefaultPlugins returns the plugins of kube-scheduler's default
 // profile that profile-scheduler does not provide yet, in upstream's order.
 func OmittedDefaultPlugins() []string {

@@ -12,7 +12,8 @@
 // Lock order: changeMu, then mu, then an instance's own waiting-pods lock
 // (GetWaitingPod calls into the instance under mu). Rejecting a waiting pod
 // makes its binding cycle release its Ref, which takes mu, so pods are
-// rejected with only changeMu held.
+// rejected with only changeMu held. OnRetired hooks run under mu and take no lock of
+// the set's.
 package profiles
 
 import (
@@ -46,7 +47,9 @@ type Set struct {
 	retiring map[*instance]string
 
 	subscribers []func(name string, fwk framework.Framework)
-	logger      klog.Logger
+	// retiredHooks is guarded by mu: release runs them under it.
+	retiredHooks []func(name string)
+	logger       klog.Logger
 }
 
 // instance is one framework instance and the count of its users. The set's
@@ -80,6 +83,19 @@ func (s *Set) Subscribe(fn func(name string, fwk framework.Framework)) {
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
 	s.subscribers = append(s.subscribers, fn)
+}
+
+// OnRetired registers fn to be called when name is retired: it is not
+// served and the last instance that served it, removed or replaced, was
+// released by its last user (it is closed right after), so no cycle of it
+// is left to report anything under that name (e.g. metrics labelled with
+// the profile). A name published again later
+// is retired again when it goes. fn runs with the set's lock held, so that
+// a Publish of the same name waits for it; it must not call into the set.
+func (s *Set) OnRetired(fn func(name string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retiredHooks = append(s.retiredHooks, fn)
 }
 
 // Publish makes fwk serve name. An instance it replaces is retired: it is
@@ -220,10 +236,29 @@ func (s *Set) release(inst *instance) {
 	s.mu.Lock()
 	name := s.retiring[inst]
 	delete(s.retiring, inst)
+	if s.retiredLocked(name) {
+		for _, fn := range s.retiredHooks {
+			fn(name)
+		}
+	}
 	s.mu.Unlock()
 	if err := inst.fwk.Close(); err != nil {
 		s.logger.Error(err, "Closing a retired framework instance", "profile", name)
 	}
+}
+
+// retiredLocked reports whether no instance, serving or retiring, is left
+// for name; the caller holds mu.
+func (s *Set) retiredLocked(name string) bool {
+	if _, ok := s.serving[name]; ok {
+		return false
+	}
+	for _, n := range s.retiring {
+		if n == name {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Set) notify(name string, fwk framework.Framework) {

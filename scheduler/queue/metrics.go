@@ -1,8 +1,12 @@
 package queue
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
-// Queue label values of PendingPods, as upstream.
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
+)
+
+// Queue label values of scheduler_pending_pods, as upstream.
 const (
 	activeQ        = "active"
 	backoffQ       = "backoff"
@@ -10,13 +14,25 @@ const (
 	gatedQ         = "gated"
 )
 
-// PendingPods is upstream's scheduler_pending_pods. The queue sets it
-// whether or not it is registered; the scheduler registers it.
-var PendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Subsystem: "scheduler",
-	Name:      "pending_pods",
-	Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; " +
-		"'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods " +
-		"that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods " +
-		"that the scheduler never attempted to schedule because they are gated.",
-}, []string{"queue"})
+// pendingGauges are the series of scheduler_pending_pods, resolved once:
+// the queue sets them on every change.
+type pendingGauges struct {
+	active, backoff, unschedulable, gated prometheus.Gauge
+}
+
+func newPendingGauges(m *metrics.Metrics) pendingGauges {
+	return pendingGauges{
+		active:        m.PendingPods.WithLabelValues(activeQ),
+		backoff:       m.PendingPods.WithLabelValues(backoffQ),
+		unschedulable: m.PendingPods.WithLabelValues(unschedulableQ),
+		gated:         m.PendingPods.WithLabelValues(gatedQ),
+	}
+}
+
+// updateMetrics sets the pending-pods gauges; the caller holds the lock.
+func (p *PriorityQueue) updateMetrics() {
+	p.pending.active.Set(float64(p.activeCount))
+	p.pending.backoff.Set(float64(p.backoffQ.len()))
+	p.pending.unschedulable.Set(float64(len(p.unschedulable) - p.gatedCount))
+	p.pending.gated.Set(float64(p.gatedCount))
+}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 // Upstream's defaults.
@@ -117,6 +117,12 @@ func WithPodMaxInUnschedulablePodsDuration(d time.Duration) Option {
 	return func(p *PriorityQueue) { p.podMaxInUnschedulable = d }
 }
 
+// WithMetrics sets the metrics the queue keeps up to date (the
+// scheduler's); without it they are exported nowhere.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(p *PriorityQueue) { p.metrics = m }
+}
+
 // WithPodLister lets the nominator skip pods that were deleted or bound.
 func WithPodLister(l listersv1.PodLister) Option {
 	return func(p *PriorityQueue) { p.podLister = l }
@@ -130,6 +136,8 @@ type PriorityQueue struct {
 	podMaxBackoff         time.Duration
 	podMaxInUnschedulable time.Duration
 	podLister             listersv1.PodLister
+	metrics               *metrics.Metrics
+	pending               pendingGauges
 
 	// nominator has its own lock so Filter workers never wait for the
 	// queue's; the queue takes it while holding lock, never the reverse.
@@ -189,6 +197,10 @@ func New(opts ...Option) *PriorityQueue {
 	for _, o := range opts {
 		o(p)
 	}
+	if p.metrics == nil {
+		p.metrics = metrics.NewUnregistered()
+	}
+	p.pending = newPendingGauges(p.metrics)
 	p.cond.L = &p.lock
 	p.backoffQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
 		return a.BackoffExpiration.Before(b.BackoffExpiration)
@@ -440,7 +452,7 @@ func (p *PriorityQueue) runPreEnqueuePlugins(logger klog.Logger, pq *profileQueu
 	start := time.Now()
 	code := framework.Success
 	defer func() {
-		runtime.FrameworkExtensionPointDuration.WithLabelValues(runtime.PreEnqueue, code.String(), pq.name).Observe(time.Since(start).Seconds())
+		p.metrics.FrameworkExtensionPointDuration.WithLabelValues(metrics.PreEnqueue, code.String(), pq.name).Observe(time.Since(start).Seconds())
 	}()
 	ctx := klog.NewContext(context.Background(), logger)
 	if first := pq.preEnqueueByName[pInfo.GatingPlugin]; first != nil {
@@ -1066,20 +1078,4 @@ func (p *PriorityQueue) PendingPods() []*v1.Pod {
 		out = append(out, e.pInfo.Pod)
 	}
 	return out
-}
-
-// Series of PendingPods, resolved once: the queue sets them on every change.
-var (
-	pendingActive        = PendingPods.WithLabelValues(activeQ)
-	pendingBackoff       = PendingPods.WithLabelValues(backoffQ)
-	pendingUnschedulable = PendingPods.WithLabelValues(unschedulableQ)
-	pendingGated         = PendingPods.WithLabelValues(gatedQ)
-)
-
-// updateMetrics sets the pending-pods gauges; the caller holds the lock.
-func (p *PriorityQueue) updateMetrics() {
-	pendingActive.Set(float64(p.activeCount))
-	pendingBackoff.Set(float64(p.backoffQ.len()))
-	pendingUnschedulable.Set(float64(len(p.unschedulable) - p.gatedCount))
-	pendingGated.Set(float64(p.gatedCount))
 }

@@ -17,11 +17,13 @@
 // defaults automatically (UpstreamArgs); plugins without an ArgsSpec get the
 // raw args as *runtime.Unknown, as upstream does for out-of-tree plugins.
 //
-// Defaults: SetDefaultPlugins installs the plugin set every profile is
-// merged onto, with upstream's merge rules, so a profile naming no plugins
-// runs exactly the defaults.
+// Defaults: WithDefaultPlugins gives the plugin set a profile is merged
+// onto, with upstream's merge rules, so a profile naming no plugins runs
+// exactly the defaults. There is no process-wide default: the scheduler
+// passes the set it was configured with.
 //
 // Concurrency: an instance is immutable after NewFramework except for its
-// waiting pods; Run* methods may be called from any goroutine. Metrics are
-// package-level and exported once with Register.
+// waiting pods; Run* methods may be called from any goroutine. It observes
+// the scheduler's metrics given with WithMetrics, and hands them to plugins
+// through Handle.Metrics.
 package runtime

@@ -96,11 +96,14 @@ func TestPreFilterExtensions(t *testing.T) {
 	}
 }
 
-func TestSetDefaultPlugins(t *testing.T) {
-	old := defaultPlugins.Load()
-	defer defaultPlugins.Store(old)
-	SetDefaultPlugins(&configv1.Plugins{MultiPoint: enabled("Sort", "F1", "Binder")})
-	fw, err := NewFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"F1": &filterPlugin{name: "F1"}}), &configv1.KubeSchedulerProfile{})
+func TestDefaultPluginsOption(t *testing.T) {
+	r := baseRegistry(map[string]framework.Plugin{"F1": &filterPlugin{name: "F1"}})
+	// No process-wide defaults: an empty profile without the option names no plugins.
+	if _, err := NewFramework(t.Context(), r, &configv1.KubeSchedulerProfile{}); err == nil {
+		t.Fatal("an empty profile without default plugins was accepted")
+	}
+	fw, err := NewFramework(t.Context(), r, &configv1.KubeSchedulerProfile{},
+		WithDefaultPlugins(&configv1.Plugins{MultiPoint: enabled("Sort", "F1", "Binder")}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 // Option configures NewFramework.
@@ -38,6 +39,7 @@ type frameworkOptions struct {
 	parallelism                    int
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
+	metrics                        *metrics.Metrics
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -81,9 +83,19 @@ func WithParallelism(p int) Option {
 	return func(o *frameworkOptions) { o.parallelism = p }
 }
 
-// WithDefaultPlugins overrides SetDefaultPlugins for this instance.
+// WithDefaultPlugins sets the plugins the profile is merged onto, with
+// upstream's merge rules: a profile naming no plugins gets exactly these;
+// one that enables a default plugin again overrides it in place (e.g. a
+// new weight); disabled entries, including "*", remove defaults at that
+// point. Without it the profile runs only the plugins it names.
 func WithDefaultPlugins(p *configv1.Plugins) Option {
 	return func(o *frameworkOptions) { o.defaultPlugins = p.DeepCopy() }
+}
+
+// WithMetrics sets the metrics the instance and its plugins observe (the
+// scheduler's). Without it they go to metrics exported nowhere.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(o *frameworkOptions) { o.metrics = m }
 }
 
 // WithPercentageOfNodesToScore sets the scheduler-wide value used when the
@@ -108,6 +120,7 @@ type frameworkImpl struct {
 	podActivator         framework.PodActivator
 	waitingPodObserver   framework.WaitingPodObserver
 	parallelizer         framework.Parallelizer
+	metrics              *metrics.Metrics
 
 	pluginsMap        map[string]framework.Plugin
 	enqueueExtensions []framework.EnqueueExtensions
@@ -152,7 +165,7 @@ type frameworkImpl struct {
 var _ framework.Framework = (*frameworkImpl)(nil)
 
 // NewFramework builds the instance of profile from the plugins in r. It
-// merges the profile onto the default plugins (see SetDefaultPlugins),
+// merges the profile onto the default plugins (see WithDefaultPlugins),
 // expands multiPoint, decodes args, calls the factories and checks the
 // result; any refusal is a *ConfigError. The instance outlives ctx: plugins
 // receive a context that keeps ctx's values and ends with Close.
@@ -166,7 +179,10 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	}
 	defaults := o.defaultPlugins
 	if defaults == nil {
-		defaults = DefaultPlugins()
+		defaults = &configv1.Plugins{}
+	}
+	if o.metrics == nil {
+		o.metrics = metrics.NewUnregistered()
 	}
 	plugins := mergePlugins(defaults, profile.Plugins.DeepCopy())
 
@@ -182,6 +198,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		podActivator:                   o.podActivator,
 		waitingPodObserver:             o.waitingPodObserver,
 		parallelizer:                   framework.NewParallelizer(o.parallelism),
+		metrics:                        o.metrics,
 		pluginsMap:                     map[string]framework.Plugin{},
 		waitingPods:                    newWaitingPodsMap(),
 		pointObs:                       map[string]*statusObserver{},
@@ -286,16 +303,16 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		obs := map[string]*statusObserver{}
 		for _, n := range names {
 			e.add(f, f.pluginsMap[n])
-			obs[n] = newPluginObserver(n, e.name)
+			obs[n] = newPluginObserver(f.metrics, n, e.name)
 		}
 		f.pluginObs[e.name] = obs
 	}
 	// Points that run per plugin but are not profile sections of their own.
-	f.pluginObs[PreFilterExtensionAddPod] = observersFor(f.preFilterPlugins, PreFilterExtensionAddPod)
-	f.pluginObs[PreFilterExtensionRemovePod] = observersFor(f.preFilterPlugins, PreFilterExtensionRemovePod)
-	f.pluginObs[ScoreExtensionNormalize] = observersFor(f.scorePlugins, ScoreExtensionNormalize)
-	f.pluginObs[Unreserve] = observersFor(f.reservePlugins, Unreserve)
-	f.pluginObs[PreBindPreFlight] = observersFor(f.preBindPlugins, PreBindPreFlight)
+	f.pluginObs[PreFilterExtensionAddPod] = observersFor(f.metrics, f.preFilterPlugins, PreFilterExtensionAddPod)
+	f.pluginObs[PreFilterExtensionRemovePod] = observersFor(f.metrics, f.preFilterPlugins, PreFilterExtensionRemovePod)
+	f.pluginObs[ScoreExtensionNormalize] = observersFor(f.metrics, f.scorePlugins, ScoreExtensionNormalize)
+	f.pluginObs[Unreserve] = observersFor(f.metrics, f.reservePlugins, Unreserve)
+	f.pluginObs[PreBindPreFlight] = observersFor(f.metrics, f.preBindPlugins, PreBindPreFlight)
 	for _, p := range f.filterPlugins {
 		f.filterObs = append(f.filterObs, f.pluginObs[Filter][p.Name()])
 	}
@@ -303,7 +320,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
 	for _, point := range []string{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
-		f.pointObs[point] = newExtensionPointObserver(point, f.profileName)
+		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 
 	if len(f.queueSortPlugins) != 1 {
@@ -348,12 +365,12 @@ func rawExtension(pc *configv1.PluginConfig) *k8sruntime.RawExtension {
 	return &pc.Args
 }
 
-func observersFor[T framework.Plugin](ps []T, point string) map[string]*statusObserver {
-	m := make(map[string]*statusObserver, len(ps))
+func observersFor[T framework.Plugin](m *metrics.Metrics, ps []T, point string) map[string]*statusObserver {
+	out := make(map[string]*statusObserver, len(ps))
 	for _, p := range ps {
-		m[p.Name()] = newPluginObserver(p.Name(), point)
+		out[p.Name()] = newPluginObserver(m, p.Name(), point)
 	}
-	return m
+	return out
 }
 
 // fillEnqueueExtensions registers the events of plugins that can reject
@@ -491,6 +508,7 @@ func (f *frameworkImpl) HasScorePlugins() bool                        { return l
 func (f *frameworkImpl) PercentageOfNodesToScore() *int32             { return f.percentageOfNodesToScore }
 func (f *frameworkImpl) ProfileName() string                          { return f.profileName }
 func (f *frameworkImpl) Parallelizer() framework.Parallelizer         { return f.parallelizer }
+func (f *frameworkImpl) Metrics() *metrics.Metrics                    { return f.metrics }
 func (f *frameworkImpl) SnapshotSharedLister() framework.SharedLister { return f.snapshotSharedLister }
 func (f *frameworkImpl) ClientSet() clientset.Interface               { return f.clientSet }
 func (f *frameworkImpl) EventRecorder() events.EventRecorderLogger    { return f.eventRecorder }

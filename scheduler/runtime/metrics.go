@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -9,77 +8,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
-// Extension point label values, as upstream.
+// Extension point names, which are also the extension_point label values
+// of the metrics.
 const (
-	PreEnqueue                  = "PreEnqueue"
-	QueueSort                   = "QueueSort"
-	PreFilter                   = "PreFilter"
-	Filter                      = "Filter"
-	PreFilterExtensionAddPod    = "PreFilterExtensionAddPod"
-	PreFilterExtensionRemovePod = "PreFilterExtensionRemovePod"
-	PostFilter                  = "PostFilter"
-	PreScore                    = "PreScore"
-	Score                       = "Score"
-	ScoreExtensionNormalize     = "ScoreExtensionNormalize"
-	PreBind                     = "PreBind"
-	PreBindPreFlight            = "PreBindPreFlight"
-	Bind                        = "Bind"
-	PostBind                    = "PostBind"
-	Reserve                     = "Reserve"
-	Unreserve                   = "Unreserve"
-	Permit                      = "Permit"
+	PreEnqueue                  = metrics.PreEnqueue
+	QueueSort                   = metrics.QueueSort
+	PreFilter                   = metrics.PreFilter
+	Filter                      = metrics.Filter
+	PreFilterExtensionAddPod    = metrics.PreFilterExtensionAddPod
+	PreFilterExtensionRemovePod = metrics.PreFilterExtensionRemovePod
+	PostFilter                  = metrics.PostFilter
+	PreScore                    = metrics.PreScore
+	Score                       = metrics.Score
+	ScoreExtensionNormalize     = metrics.ScoreExtensionNormalize
+	PreBind                     = metrics.PreBind
+	PreBindPreFlight            = metrics.PreBindPreFlight
+	Bind                        = metrics.Bind
+	PostBind                    = metrics.PostBind
+	Reserve                     = metrics.Reserve
+	Unreserve                   = metrics.Unreserve
+	Permit                      = metrics.Permit
 )
 
 // PluginMetricsSamplePercent is the share of scheduling cycles whose plugin
 // durations are observed (upstream samples 10%). The scheduler decides per
 // cycle with CycleState.SetRecordPluginMetrics; see ShouldSamplePluginMetrics.
 const PluginMetricsSamplePercent = 10
-
-// Metrics with upstream's names, buckets and labels. They are created at
-// package load and observed whether or not they are registered, so
-// instances never need to know about registries.
-var (
-	FrameworkExtensionPointDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "framework_extension_point_duration_seconds",
-		Help:      "Latency for running all plugins of a specific extension point.",
-		// 0.1ms up to [~200ms, Inf).
-		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 12),
-	}, []string{"extension_point", "status", "profile"})
-
-	PluginExecutionDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "plugin_execution_duration_seconds",
-		Help:      "Duration for running a plugin at a specific extension point.",
-		// 0.01ms up to [~22ms, Inf); factor 1.5 because plugin latency is small and sensitive.
-		Buckets: prometheus.ExponentialBuckets(0.00001, 1.5, 20),
-	}, []string{"plugin", "extension_point", "status"})
-
-	PermitWaitDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "scheduler",
-		Name:      "permit_wait_duration_seconds",
-		Help:      "Duration of waiting on permit.",
-		Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
-	}, []string{"result"})
-)
-
-// Register registers the framework metrics on reg. Calling it again with
-// the same registry is a no-op, so every component may call it.
-func Register(reg prometheus.Registerer) error {
-	var errs []error
-	for _, c := range []prometheus.Collector{FrameworkExtensionPointDuration, PluginExecutionDuration, PermitWaitDuration} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				continue
-			}
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // observer is one histogram series, resolved once.
 type observer struct{ prometheus.Observer }
@@ -120,10 +77,10 @@ func (o *statusObserver) series(code framework.Code) prometheus.Observer {
 	return o.vec.WithLabelValues(lv...)
 }
 
-func newExtensionPointObserver(point, profile string) *statusObserver {
-	return newStatusObserver(FrameworkExtensionPointDuration, []string{point, "", profile}, 1)
+func newExtensionPointObserver(m *metrics.Metrics, point, profile string) *statusObserver {
+	return newStatusObserver(m.FrameworkExtensionPointDuration, []string{point, "", profile}, 1)
 }
 
-func newPluginObserver(plugin, point string) *statusObserver {
-	return newStatusObserver(PluginExecutionDuration, []string{plugin, point, ""}, 2)
+func newPluginObserver(m *metrics.Metrics, plugin, point string) *statusObserver {
+	return newStatusObserver(m.PluginExecutionDuration, []string{plugin, point, ""}, 2)
 }

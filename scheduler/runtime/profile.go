@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -36,28 +35,6 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("%s: %s", e.ExtensionPoint, e.Reason)
 	}
 	return e.Reason
-}
-
-var defaultPlugins atomic.Pointer[configv1.Plugins]
-
-// SetDefaultPlugins sets the plugins every profile starts from (upstream's
-// default multiPoint list). The plugins package calls it once at start-up
-// with the default plugins that are built. Profiles are merged onto it the
-// way upstream merges a KubeSchedulerProfile onto its defaults: a profile
-// naming no plugins gets exactly the defaults; one that enables a default
-// plugin again overrides it in place (e.g. a new weight); disabled entries,
-// including "*", remove defaults at that point.
-func SetDefaultPlugins(p *configv1.Plugins) {
-	defaultPlugins.Store(p.DeepCopy())
-}
-
-// DefaultPlugins returns a copy of the plugins set by SetDefaultPlugins
-// (empty if none was set).
-func DefaultPlugins() *configv1.Plugins {
-	if p := defaultPlugins.Load(); p != nil {
-		return p.DeepCopy()
-	}
-	return &configv1.Plugins{}
 }
 
 // mergePlugins is upstream's v1 defaulting of profile plugins.

@@ -611,7 +611,7 @@ func (f *frameworkImpl) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framewor
 		wp.Preempt("", fmt.Sprintf("stopped waiting on permit: %v", context.Cause(ctx)))
 		s = <-wp.s
 	}
-	PermitWaitDuration.WithLabelValues(s.Code().String()).Observe(time.Since(start).Seconds())
+	f.metrics.PermitWaitDuration.WithLabelValues(s.Code().String()).Observe(time.Since(start).Seconds())
 	if f.waitingPodObserver != nil {
 		f.waitingPodObserver.PodResolved(f.profileName, pod, wp.resolution, s)
 	}

@@ -123,7 +123,6 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		opCtx, cancel := context.WithCancel(ctx)
-		plugins.InstallDefaultPlugins()
 		_, err = operator.Setup(opCtx, mgr, operator.Options{
 			Registry:               plugins.NewInTreeRegistry(),
 			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},

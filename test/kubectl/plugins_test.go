@@ -334,7 +334,6 @@ var _ = Describe("kubectl reject --undo with the operator running", Ordered, fun
 
 	BeforeAll(func() {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-		plugins.InstallDefaultPlugins()
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 			Scheme:                 env.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -91,7 +91,6 @@ func startOperator(cfg *rest.Config) (func(), error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	plugins.InstallDefaultPlugins()
 	if _, err := operator.Setup(ctx, mgr, operator.Options{Registry: plugins.NewInTreeRegistry(), WaitingPodRetention: time.Second}); err != nil {
 		cancel()
 		return nil, err

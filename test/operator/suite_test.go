@@ -82,7 +82,6 @@ var _ = BeforeSuite(func() {
 	Expect(os.Mkdir(manifests, 0o755)).To(Succeed())
 	kubectlOK("apply", "-k", filepath.Join(testenv.RepoRoot(), "config", "policy"))
 
-	plugins.InstallDefaultPlugins()
 	startOperator()
 })
 

@@ -22,10 +22,10 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -135,6 +135,9 @@ type harness struct {
 	cfg   *rest.Config
 	cs    kubernetes.Interface
 	nodes []string
+	// metrics exports the scheduling loop's metrics of the operator
+	// startOperator started.
+	metrics *prometheus.Registry
 }
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
@@ -229,7 +232,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := yaml.UnmarshalStrict([]byte(w.Profile), &spec); err != nil {
 		return nil, fmt.Errorf("workload %s: profile: %w", w.Name, err)
 	}
-	before, err := ctrlmetrics.Registry.Gather()
+	before, err := h.metrics.Gather()
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +261,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	scheduledLabel := map[string]string{"profile": measureProfile, "result": "scheduled"}
 	var after []*dto.MetricFamily
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if after, err = ctrlmetrics.Registry.Gather(); err != nil {
+		if after, err = h.metrics.Gather(); err != nil {
 			return nil, err
 		}
 		scheduled := counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")["scheduled"]
@@ -382,11 +385,13 @@ func (h *harness) startOperator(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	plugins.InstallDefaultPlugins()
+	// Every workload's operator exports its metrics afresh.
+	h.metrics = prometheus.NewRegistry()
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    30 * time.Second,
+		MetricsRegisterer:      h.metrics,
 	}); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -136,7 +135,7 @@ func cleanUp(ctx context.Context, ns string) {
 }
 
 func counterValue(name string, labels map[string]string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := metricsRegistry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if f.GetName() != name {

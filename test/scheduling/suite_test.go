@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -19,16 +20,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
 var (
-	env    *envtest.Environment
-	cs     kubernetes.Interface
-	sched  *scheduler.Scheduler
-	cancel context.CancelFunc
-	done   chan error
+	env   *envtest.Environment
+	cs    kubernetes.Interface
+	sched *scheduler.Scheduler
+	// metricsRegistry exports sched's metrics.
+	metricsRegistry *prometheus.Registry
+	cancel          context.CancelFunc
+	done            chan error
 )
 
 func TestScheduling(t *testing.T) {
@@ -54,7 +58,10 @@ var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.Level(-2)))
 	ctx = klog.NewContext(ctx, logger)
-	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()))
+	metricsRegistry = prometheus.NewRegistry()
+	m, err := metrics.New(metricsRegistry)
+	Expect(err).NotTo(HaveOccurred())
+	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m))
 	Expect(err).NotTo(HaveOccurred())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()

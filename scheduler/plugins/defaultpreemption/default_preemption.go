@@ -156,7 +156,7 @@ func (pl *defaultPreemption) Name() string { return Name }
 // "preemption: ") and, when no node can help, a NominatingInfo clearing
 // any earlier nomination.
 func (pl *defaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
-	preemptionAttempts.Inc()
+	pl.fh.Metrics().PreemptionAttempts.Inc()
 	result, status := pl.preempt(ctx, state, pod, m)
 	if msg := status.Message(); msg != "" {
 		return result, framework.NewStatus(status.Code(), "preemption: "+msg)

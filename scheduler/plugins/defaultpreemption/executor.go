@@ -42,7 +42,7 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 	if len(victims) == 0 {
 		return
 	}
-	preemptionVictims.Observe(float64(len(c.victims)))
+	pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
 
 	pl.mu.Lock()
 	pl.preempting[preemptor.UID] = struct{}{}
@@ -60,8 +60,8 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 		start := time.Now()
 		result := goroutineResultSuccess
 		defer func() {
-			preemptionGoroutinesDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
-			preemptionGoroutinesExecutionTotal.WithLabelValues(result).Inc()
+			pl.fh.Metrics().PreemptionGoroutinesDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+			pl.fh.Metrics().PreemptionGoroutinesExecutionTotal.WithLabelValues(result).Inc()
 			pl.mu.Lock()
 			delete(pl.preempting, preemptor.UID)
 			delete(pl.lastVictims, preemptor.UID)
