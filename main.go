@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
@@ -37,6 +36,8 @@ func init() {
 // options are the operator's command-line settings.
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionID        string
@@ -54,7 +55,9 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
+	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty means a self-signed certificate made at start.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes listen on.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica schedules.")
 	flag.StringVar(&o.leaderElectionID, "leader-election-id", "profile-scheduler.scheduling.schedprofiles.io", "Name of the leader election Lease.")
@@ -90,7 +93,7 @@ func run(o options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 operator.MetricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,

@@ -6,7 +6,7 @@ package controllers
 
 // What the operator needs, and nothing more: the scheduler reads nodes, pods
 // and the objects its plugins consult, binds pods, reports to pods and events,
-// and owns its two kinds.
+// and owns its two kinds. These rules go into the ClusterRole manager-role.
 //
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles/status,verbs=get;update;patch
@@ -15,14 +15,18 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces;services;replicationcontrollers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;create;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+//
+// The metrics endpoint lets a scrape through only when the API server
+// authenticates its bearer token and authorizes it for GET on /metrics.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 //
 // Volume scheduling, as upstream's system:kube-scheduler and
 // system:volume-scheduler roles together: VolumeBinding binds claims to
@@ -31,3 +35,14 @@ package controllers
 //
 // +kubebuilder:rbac:groups="",resources=persistentvolumes;persistentvolumeclaims,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch
+//
+// In the operator's own namespace only, through a Role of the same name
+// (system is config/rbac's placeholder, which config/default replaces with
+// the operator's namespace): the leader-election Lease, which the elector
+// gets, creates and updates, and the ControllerRevisions that keep each
+// profile's last valid spec. Leases elsewhere are other components' leader
+// locks and node heartbeats, and revisions elsewhere belong to DaemonSets
+// and StatefulSets: the operator has no business writing either.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;create;delete,namespace=system

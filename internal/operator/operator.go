@@ -41,6 +41,11 @@ type Options struct {
 	// Scheduler configures the scheduling loop, after the defaults Setup
 	// gives it (the default plugins, the metrics, the reserved names).
 	Scheduler []scheduler.Option
+	// Namespace is the operator's own, where it keeps each profile's last
+	// valid spec in a ControllerRevision (its Role allows them there
+	// only). Empty means the namespace of the service account it runs as,
+	// or default outside a cluster.
+	Namespace string
 }
 
 // Operator is what Setup built, for callers that need to look inside.
@@ -89,8 +94,12 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error) {
 		return sched.NewFramework(ctx, profile, runtime.WithWaitingPodObserver(mirror))
 	}
+	var profileOpts []controllers.ProfileOption
+	if o.Namespace != "" {
+		profileOpts = append(profileOpts, controllers.WithRevisionNamespace(o.Namespace))
+	}
 	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder,
-		o.ReservedSchedulerNames).SetupWithManager(mgr); err != nil {
+		o.ReservedSchedulerNames, profileOpts...).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Decisions read and watch pods through the scheduling loop's pod

@@ -2,6 +2,11 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,13 +14,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
@@ -26,10 +34,11 @@ import (
 
 // What config/default installs, by the names kustomize gives them.
 const (
-	deployNamespace = "profile-scheduler-system"
-	serviceAccount  = "system:serviceaccount:" + deployNamespace + ":profile-scheduler-controller-manager"
-	approverRole    = "profile-scheduler-approver"
-	leaseName       = "profile-scheduler.scheduling.schedprofiles.io"
+	deployNamespace   = "profile-scheduler-system"
+	serviceAccount    = "system:serviceaccount:" + deployNamespace + ":profile-scheduler-controller-manager"
+	approverRole      = "profile-scheduler-approver"
+	metricsReaderRole = "profile-scheduler-metrics-reader"
+	leaseName         = "profile-scheduler.scheduling.schedprofiles.io"
 )
 
 var _ = Describe("Installing with config/default", Ordered, func() {
@@ -51,6 +60,16 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 	}
 	config := func(parts ...string) string {
 		return filepath.Join(append([]string{testenv.RepoRoot(), "config"}, parts...)...)
+	}
+	// operatorConfig acts as the Deployment's pods do: with the rights of
+	// the installed ServiceAccount and nothing more.
+	operatorConfig := func() *rest.Config {
+		cfg := rest.CopyConfig(cluster.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{
+			UserName: serviceAccount,
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace, "system:authenticated"},
+		}
+		return cfg
 	}
 
 	BeforeAll(func() {
@@ -96,25 +115,36 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		out := kubectlOK(kubectl, "get", "deployment", "-n", deployNamespace, "profile-scheduler-controller-manager", "-o", "yaml")
 		for _, want := range []string{
 			"- --leader-elect", "readOnlyRootFilesystem: true", "runAsNonRoot: true",
-			"allowPrivilegeEscalation: false", "containerPort: 8080", "path: /healthz", "path: /readyz",
+			"allowPrivilegeEscalation: false", "path: /healthz", "path: /readyz",
+			"- --metrics-secure\n", "- --metrics-bind-address=:8443", "containerPort: 8443",
 			"serviceAccountName: profile-scheduler-controller-manager",
 		} {
 			Expect(out).To(ContainSubstring(want))
 		}
 		Expect(out).To(MatchRegexp(`requests:\s+cpu: \S+\s+memory: \S+`))
+		Expect(kubectlOK(kubectl, "get", "service", "-n", deployNamespace, "profile-scheduler-metrics",
+			"-o", "jsonpath={.spec.ports[*].name}/{.spec.ports[*].port}")).To(Equal("https/8443"))
 	})
 
-	It("runs the operator under the installed ServiceAccount and RBAC: schedules, elects a leader, and lets approvers decide", func() {
-		// The operator as the Deployment runs it, with the rights of its
-		// ServiceAccount and nothing more.
-		opConfig := rest.CopyConfig(cluster.Config)
-		opConfig.Impersonate = rest.ImpersonationConfig{
-			UserName: serviceAccount,
-			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace, "system:authenticated"},
+	It("renders a ServiceMonitor for the metrics Service, kept out of config/default", func() {
+		out := kubectlOK(kubectl, "kustomize", config("prometheus"))
+		for _, want := range []string{
+			"kind: ServiceMonitor", "name: profile-scheduler-metrics", "namespace: " + deployNamespace,
+			"port: https", "scheme: https", "app.kubernetes.io/name: profile-scheduler",
+		} {
+			Expect(out).To(ContainSubstring(want))
 		}
-		mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
+		Expect(kubectlOK(kubectl, "kustomize", config("default"))).NotTo(ContainSubstring("kind: ServiceMonitor"))
+	})
+
+	It("runs the operator under the installed ServiceAccount and RBAC: schedules, elects a leader, lets approvers decide, serves metrics to readers only", func() {
+		// The operator as the Deployment runs it, with the rights of its
+		// ServiceAccount and nothing more, its metrics served securely as
+		// there but on loopback.
+		metricsAddr := freeLoopbackAddress()
+		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
 			Scheme:                        localcluster.Scheme(),
-			Metrics:                       metricsserver.Options{BindAddress: "0"},
+			Metrics:                       operator.MetricsServer(metricsAddr, true, ""),
 			HealthProbeBindAddress:        "0",
 			LeaderElection:                true,
 			LeaderElectionID:              leaseName,
@@ -126,6 +156,7 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		_, err = operator.Setup(opCtx, mgr, operator.Options{
 			Registry:               plugins.NewInTreeRegistry(),
 			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+			Namespace:              deployNamespace,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		done := make(chan struct{})
@@ -145,10 +176,13 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 				g.Expect(meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileActive)).To(BeTrue(), "%s: %+v", name, sp.Status.Conditions)
 			}, "90s").Should(Succeed())
 		}
+		// Accepted profiles have their specs recorded in ControllerRevisions,
+		// and the leader holds its Lease: both through the namespaced Role.
 		Eventually(func() string {
 			out, _ := kubectl.Run("get", "lease", "-n", deployNamespace, leaseName, "-o", "jsonpath={.spec.holderIdentity}")
 			return out.Stdout
 		}).ShouldNot(BeEmpty())
+		Expect(kubectlOK(kubectl, "get", "controllerrevisions", "-n", deployNamespace, "-o", "name")).To(ContainSubstring("controllerrevision.apps/bin-packing-"))
 
 		// The default profile runs the cluster-wide plugins, whose informers
 		// need the RBAC for services, controllers and PodDisruptionBudgets.
@@ -179,5 +213,108 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		pod := &corev1.Pod{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "train-0"}, pod)).To(Succeed())
 		Expect(pod.Spec.NodeName).To(HavePrefix("node-"))
+
+		By("serving metrics only to callers the API server lets read them")
+		// Prometheus's ServiceAccount bound to metrics-reader as
+		// docs/metrics.md says, and one bound to nothing.
+		kubectlOK(kubectl, "create", "namespace", "monitoring")
+		kubectlOK(kubectl, "create", "serviceaccount", "prometheus", "-n", "monitoring")
+		kubectlOK(kubectl, "create", "serviceaccount", "nobody", "-n", "monitoring")
+		kubectlOK(kubectl, "create", "clusterrolebinding", "prometheus-metrics", "--clusterrole="+metricsReaderRole, "--serviceaccount=monitoring:prometheus")
+		token := func(sa string) string {
+			return strings.TrimSpace(kubectlOK(kubectl, "create", "token", sa, "-n", "monitoring"))
+		}
+		prometheus, nobody := token("prometheus"), token("nobody")
+		Eventually(func(g Gomega) {
+			code, _, err := scrape(ctx, metricsAddr, "")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(code).To(Equal(http.StatusUnauthorized))
+		}).Should(Succeed())
+		// A token the API server does not accept: controller-runtime's
+		// filter answers 500 ("Authentication failed") where an API server
+		// would answer 401; either way nothing is served.
+		code, body, err := scrape(ctx, metricsAddr, "not-a-token")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusInternalServerError))
+		Expect(body).NotTo(ContainSubstring("controller_runtime_"))
+		code, _, err = scrape(ctx, metricsAddr, nobody)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusForbidden))
+		code, body, err = scrape(ctx, metricsAddr, prometheus)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusOK), body)
+		Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="schedulingprofile"`))
+	})
+
+	It("keeps the operator's Leases and ControllerRevisions to its own namespace", func() {
+		op, err := client.New(operatorConfig(), client.Options{Scheme: localcluster.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		can := func(verb, group, resource, namespace string) bool {
+			GinkgoHelper()
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace},
+			}}
+			Expect(op.Create(ctx, review)).To(Succeed())
+			return review.Status.Allowed
+		}
+		for _, verb := range []string{"get", "create", "update"} {
+			Expect(can(verb, "coordination.k8s.io", "leases", deployNamespace)).To(BeTrue(), "%s leases", verb)
+		}
+		for _, verb := range []string{"get", "create", "delete"} {
+			Expect(can(verb, "apps", "controllerrevisions", deployNamespace)).To(BeTrue(), "%s controllerrevisions", verb)
+		}
+		for _, ns := range []string{metav1.NamespaceSystem, corev1.NamespaceNodeLease, metav1.NamespaceDefault} {
+			for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
+				Expect(can(verb, "coordination.k8s.io", "leases", ns)).To(BeFalse(), "%s leases in %s", verb, ns)
+				Expect(can(verb, "apps", "controllerrevisions", ns)).To(BeFalse(), "%s controllerrevisions in %s", verb, ns)
+			}
+		}
+
+		// kube-scheduler's leader Lease, as a real cluster has it: the
+		// operator can neither read nor take it.
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "kube-scheduler"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("kube-scheduler-1")},
+		}
+		Expect(admin.Create(ctx, lease)).To(Succeed())
+		taken := lease.DeepCopy()
+		taken.Spec.HolderIdentity = ptr.To("profile-scheduler")
+		err = op.Update(ctx, taken)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "updating kube-system/kube-scheduler: %v", err)
+		err = op.Get(ctx, client.ObjectKeyFromObject(lease), &coordinationv1.Lease{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "reading kube-system/kube-scheduler: %v", err)
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).To(HaveValue(Equal("kube-scheduler-1")))
 	})
 })
+
+// freeLoopbackAddress is a loopback address with a port nothing listens on.
+func freeLoopbackAddress() string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	Expect(l.Close()).To(Succeed())
+	return addr
+}
+
+// scrape GETs /metrics from the secure endpoint at addr, with a bearer
+// token unless token is empty, and returns the status code and body.
+func scrape(ctx context.Context, addr, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	// The endpoint's certificate is self-signed, as in the Deployment by
+	// default; what is under test is who gets an answer.
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), errors.Join(err, resp.Body.Close())
+}
