@@ -5,7 +5,9 @@
 // controllers with a simulated local-volume provisioner and the `local`
 // StorageClass it serves, the sample profiles, and the operator itself, in
 // this process. It writes an administrator's kubeconfig and prints the
-// kubectl commands to try. Ctrl-C stops everything it started.
+// kubectl commands to try. Ctrl-C stops everything it started; on Linux,
+// the control plane also dies with this process when it is killed outright,
+// and a run refuses to start beside processes an earlier one left.
 //
 // `make run-local` builds and runs it from the root of the checkout.
 package main
@@ -61,7 +63,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory the kubeconfig is written to (as DIR/kubeconfig); it is removed on exit.")
+	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory the kubeconfig (DIR/kubeconfig) and the list of processes of the run (DIR/processes.json) are written to; both are removed on exit.")
 	flag.StringVar(&o.configDir, "config-dir", "config", "The checkout's config directory: CRDs, policy, approver role and samples are read from it.")
 	flag.StringVar(&o.assets, "control-plane", os.Getenv("KUBEBUILDER_ASSETS"), "Directory holding the kube-apiserver, etcd and kube-controller-manager binaries (default $KUBEBUILDER_ASSETS; make run-local sets it).")
 	flag.StringVar(&o.pluginDir, "plugin-dir", "", "Directory holding kubectl-approve and kubectl-reject, for the PATH printed (default: this binary's directory).")
@@ -132,6 +134,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 
+	// A run killed outright cannot stop its control plane; on Linux the
+	// control plane dies with it, and this file names what would be left
+	// where it does not.
+	stateFile := filepath.Join(o.dir, "processes.json")
+	if err := localcluster.CheckStateFile(stateFile); err != nil {
+		return err
+	}
 	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion, "kube-controller-manager", o.storage)
 	cluster, err := localcluster.Start(localcluster.Options{
 		AssetsDir:         o.assets,
@@ -144,10 +153,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer func() {
 		log.Info("Stopping the control plane")
 		if err := cluster.Stop(); err != nil {
-			log.Error(err, "Stopping the control plane")
+			log.Error(err, "Stopping the control plane; the next run checks that nothing is left", "stateFile", stateFile)
+			return
 		}
+		_ = os.Remove(stateFile)
 		log.Info("Stopped; nothing is left running")
 	}()
+	self := localcluster.Process{Name: "profile-scheduler-local", PID: os.Getpid(), Command: os.Args[0]}
+	if err := localcluster.WriteStateFile(stateFile, append([]localcluster.Process{self}, cluster.Processes()...)); err != nil {
+		return err
+	}
 
 	kubeconfig, err := filepath.Abs(filepath.Join(o.dir, "kubeconfig"))
 	if err != nil {

@@ -6,6 +6,12 @@
 // simulated local-volume provisioner. The local run
 // (cmd/profile-scheduler-local), the end-to-end suite and the performance
 // harness all start their clusters through it.
+//
+// On Linux the control plane dies with the process that started it, even
+// when that process is killed with SIGKILL. envtest starts etcd and
+// kube-apiserver without a way to ask for that, so they are started through
+// a launcher that briefly runs the current binary in their place: a binary
+// that imports this package serves as that launcher from its init.
 package localcluster
 
 import (
@@ -14,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,13 +70,20 @@ type Options struct {
 }
 
 // Cluster is a running control plane. Stop it when done: it runs
-// kube-apiserver, etcd and kube-controller-manager as child processes.
+// kube-apiserver, etcd and kube-controller-manager as child processes. On
+// Linux they are also killed when this process dies without stopping them,
+// even by SIGKILL.
 type Cluster struct {
 	env *envtest.Environment
-	// kcm is kube-controller-manager, when started; kcmDir holds its
+	// thread started etcd and kube-apiserver, and lives until they have
+	// stopped: their parent-death signal is tied to it.
+	thread *lockedThread
+	// dir is private to the cluster: the launchers of etcd and
+	// kube-apiserver, their process ids, kube-controller-manager's
 	// kubeconfig.
-	kcm    *ControllerManager
-	kcmDir string
+	dir string
+	// kcm is kube-controller-manager, when started.
+	kcm *ControllerManager
 	// Config is an administrator's client configuration.
 	Config *rest.Config
 	// Clientset talks to the API server as Config.
@@ -95,12 +109,51 @@ func Start(o Options) (*Cluster, error) {
 			return nil, fmt.Errorf("control plane binary %s not found in %s: run make control-plane", bin, dir)
 		}
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    dir,
-		Scheme:                   Scheme(),
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-		AttachControlPlaneOutput: o.Output,
+	privateDir, err := os.MkdirTemp("", "localcluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		env: &envtest.Environment{
+			BinaryAssetsDirectory:    dir,
+			Scheme:                   Scheme(),
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  time.Minute,
+			AttachControlPlaneOutput: o.Output,
+			ControlPlane:             envtest.ControlPlane{Etcd: &envtest.Etcd{}},
+		},
+		thread: startLockedThread(),
+		dir:    privateDir,
+	}
+	if err := c.startAPIServer(dir, o); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	if o.ControllerManager {
+		if err := c.startControllerManager(dir, o.ControllerManagerOutput); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// startAPIServer starts etcd and kube-apiserver through envtest, from
+// c.thread, and installs the CRDs.
+func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
+	env := c.env
+	for _, p := range []struct {
+		name string
+		path *string
+	}{
+		{"etcd", &env.ControlPlane.Etcd.Path},
+		{"kube-apiserver", &env.ControlPlane.GetAPIServer().Path},
+	} {
+		launcher, err := parentDeathLauncher(c.dir, filepath.Join(assetsDir, p.name), c.pidFile(p.name))
+		if err != nil {
+			return err
+		}
+		*p.path = launcher
 	}
 	if o.CRDDir != "" {
 		env.CRDDirectoryPaths = []string{o.CRDDir}
@@ -113,26 +166,16 @@ func Start(o Options) (*Cluster, error) {
 	for name, values := range o.APIServerArgs {
 		api.Configure().Set(name, values...)
 	}
-	cfg, err := env.Start()
+	var err error
+	c.thread.do(func() { c.Config, err = env.Start() })
 	if err != nil {
-		// Start leaves whatever it started running when it fails late.
-		_ = env.Stop()
-		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+		return fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		_ = env.Stop()
-		return nil, err
-	}
-	c := &Cluster{env: env, Config: cfg, Clientset: cs}
-	if o.ControllerManager {
-		if err := c.startControllerManager(dir, o.ControllerManagerOutput); err != nil {
-			_ = c.Stop()
-			return nil, err
-		}
-	}
-	return c, nil
+	c.Clientset, err = kubernetes.NewForConfig(c.Config)
+	return err
 }
+
+func (c *Cluster) pidFile(name string) string { return filepath.Join(c.dir, name+".pid") }
 
 // startControllerManager starts kube-controller-manager as a member of
 // system:masters, with a kubeconfig of its own in a private directory.
@@ -141,10 +184,7 @@ func (c *Cluster) startControllerManager(assetsDir string, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if c.kcmDir, err = os.MkdirTemp("", "kube-controller-manager-"); err != nil {
-		return err
-	}
-	kubeconfig := filepath.Join(c.kcmDir, "kubeconfig")
+	kubeconfig := filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
 	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
 		return err
 	}
@@ -153,17 +193,39 @@ func (c *Cluster) startControllerManager(assetsDir string, out io.Writer) error 
 }
 
 // Stop stops kube-controller-manager if it runs, then kube-apiserver and
-// etcd, and removes their data.
+// etcd, and removes their data. It also stops what a failed Start left
+// running.
 func (c *Cluster) Stop() error {
 	var errs []error
 	if c.kcm != nil {
 		errs = append(errs, c.kcm.Stop())
 	}
-	if c.kcmDir != "" {
-		errs = append(errs, os.RemoveAll(c.kcmDir))
-	}
+	// envtest kills what does not stop in time; ending the thread that
+	// started etcd and kube-apiserver kills them too, should one remain.
 	errs = append(errs, c.env.Stop())
+	c.thread.close()
+	errs = append(errs, os.RemoveAll(c.dir))
 	return errors.Join(errs...)
+}
+
+// Processes are the control plane processes of the cluster: etcd,
+// kube-apiserver and, when it runs, kube-controller-manager. Outside Linux
+// only kube-controller-manager is known.
+func (c *Cluster) Processes() []Process {
+	var ps []Process
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		data, err := os.ReadFile(c.pidFile(name))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			ps = append(ps, Process{Name: name, PID: pid, Command: filepath.Join(c.env.BinaryAssetsDirectory, name)})
+		}
+	}
+	if c.kcm != nil {
+		ps = append(ps, Process{Name: "kube-controller-manager", PID: c.kcm.Pid(), Command: c.kcm.cmd.Args[0]})
+	}
+	return ps
 }
 
 // Host is the API server's URL.

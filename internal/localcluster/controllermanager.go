@@ -72,13 +72,18 @@ func StartControllerManager(assetsDir, kubeconfig string, out io.Writer) (*Contr
 	cmd := exec.Command(bin, ControllerManagerArgs(kubeconfig)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
-	if err := cmd.Start(); err != nil {
+	thread := startLockedThread()
+	var err error
+	thread.do(func() { err = cmd.Start() })
+	if err != nil {
+		thread.close()
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
 	cm := &ControllerManager{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(cm.done)
 		cm.err = cmd.Wait()
+		thread.close()
 	}()
 	return cm, nil
 }
