@@ -23,6 +23,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +57,9 @@ type target struct {
 }
 
 // Main runs the plugin for decision with the command-line args (without the
-// program name) and returns the exit code.
+// program name) and returns the exit code. As with kubectl's own commands,
+// stdout carries only results, a line per pod decided, and every error and
+// warning goes to stderr, so a script reading stdout sees what was done.
 func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []string, stdout, stderr io.Writer) int {
 	// The command is the decision in lower case: "approve", "reject".
 	verb := strings.ToLower(string(decision))
@@ -112,6 +115,10 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
+	// The API server's warnings (a deprecation, an admission policy in Warn
+	// mode) are the user's to read, printed as kubectl prints them; the
+	// client's default would send them to a logger this command never sets.
+	cfg.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true})
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
@@ -210,7 +217,7 @@ func (d *decider) run(ctx context.Context) error {
 	var failed []string
 	for _, t := range targets {
 		if err := d.decide(ctx, t); err != nil {
-			fmt.Fprintf(d.stdout, "error: %v\n", err)
+			fmt.Fprintf(d.stderr, "error: %v\n", err)
 			failed = append(failed, t.name)
 		}
 	}
@@ -263,7 +270,7 @@ func (d *decider) runUndo(ctx context.Context) error {
 	var failed []string
 	for _, t := range targets {
 		if err := d.undo(ctx, t); err != nil {
-			fmt.Fprintf(d.stdout, "error: %v\n", err)
+			fmt.Fprintf(d.stderr, "error: %v\n", err)
 			failed = append(failed, t.name)
 		}
 	}
@@ -369,12 +376,9 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		wp.Spec.PodUID = uid
 	}
 	d.fill(&wp.Spec)
-	still := ""
-	if others := otherPlugins(wp); len(others) > 0 && d.opts.decision == schedulingv1alpha1.DecisionApprove {
-		still = fmt.Sprintf("; still held by %s, which an approval does not release", strings.Join(others, ", "))
-	}
 	if d.opts.dryRun == "client" {
-		fmt.Fprintf(d.stdout, "waitingpod/%s %s%s (dry run)\n", wp.Name, verbs[d.opts.decision], still)
+		fmt.Fprintf(d.stdout, "waitingpod/%s %s (dry run)\n", wp.Name, verbs[d.opts.decision])
+		d.warnStillHeld(wp)
 		return nil
 	}
 	// The optimistic lock turns a race with another approver into a
@@ -385,8 +389,21 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		}
 		return err
 	}
-	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s%s\n", wp.Name, verbs[d.opts.decision], still, d.dryRunSuffix())
+	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s\n", wp.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	d.warnStillHeld(wp)
 	return nil
+}
+
+// warnStillHeld tells the approver of a pod that other Permit plugins hold
+// too that it stays held: the approval succeeded, so this is a warning next
+// to the result, not part of it.
+func (d *decider) warnStillHeld(wp *schedulingv1alpha1.WaitingPod) {
+	if d.opts.decision != schedulingv1alpha1.DecisionApprove {
+		return
+	}
+	if others := otherPlugins(wp); len(others) > 0 {
+		fmt.Fprintf(d.stderr, "Warning: waitingpod/%s is still held by %s, which an approval does not release\n", wp.Name, strings.Join(others, ", "))
+	}
 }
 
 // podUID is the UID of the pending pod name, for a WaitingPod whose spec

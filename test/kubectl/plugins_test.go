@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -123,20 +125,23 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 	It("explains unknown pods, pods not waiting and decisions already made", func() {
 		r := kubectlAs("alice", "approve", "waitingpod/ghost", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf(`waitingpod "ghost" not found in namespace %s`, ns)))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(Equal(fmt.Sprintf("error: waitingpod \"ghost\" not found in namespace %s (no WaitingPod and no Pod of that name)\nerror: 1 of 1 not approved: ghost\n", ns)))
 
 		bound := pendingPod(ns, "bound", nil)
 		bound.Spec.NodeName = "node-1"
 		Expect(adminClient.Create(ctx, bound)).To(Succeed())
 		r = kubectlAs("alice", "approve", "pod/bound", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("pod %s/bound is not waiting at Permit: it is bound to node node-1", ns)))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("pod %s/bound is not waiting at Permit: it is bound to node node-1", ns)))
 
 		held("twice", nil)
 		run("alice", "approve", "twice", "-n", ns)
 		r = kubectlAs("alice", "reject", "twice", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed", ns)))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed", ns)))
 		Expect(get("twice").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
 
 		r = kubectlAs("alice", "approve", "deployment/web", "-n", ns)
@@ -149,8 +154,8 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
 			r := kubectlAs("alice", verb, "waitingpod/gang-0", "-n", ns)
 			Expect(r.Code).To(Equal(1))
-			Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod %s/gang-0 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it", ns, done)))
-			Expect(r.Stderr).To(ContainSubstring("error: 1 of 1 not"))
+			Expect(r.Stdout).To(BeEmpty())
+			Expect(r.Stderr).To(Equal(fmt.Sprintf("error: waitingpod %s/gang-0 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it\nerror: 1 of 1 not %[2]s: gang-0\n", ns, done)))
 		}
 		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
 	})
@@ -170,10 +175,102 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(r.Stderr).To(ContainSubstring("no undecided WaitingPods held by ManualApproval in namespace " + ns))
 	})
 
-	It("says which other plugins still hold a pod it approves", func() {
+	It("warns on stderr which other plugins still hold a pod it approves", func() {
 		holdBy(held("both", nil), "Coscheduling", "ManualApproval")
-		Expect(run("alice", "approve", "both", "-n", ns)).To(Equal("waitingpod/both approved; still held by Coscheduling, which an approval does not release\n"))
+		warning := "Warning: waitingpod/both is still held by Coscheduling, which an approval does not release\n"
+		r := kubectlAs("alice", "approve", "both", "-n", ns, "--dry-run")
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/both approved (dry run)\n"))
+		Expect(r.Stderr).To(Equal(warning))
+
+		r = kubectlAs("alice", "approve", "both", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/both approved\n"))
+		Expect(r.Stderr).To(Equal(warning))
 		Expect(get("both").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+
+		// A rejection does release the pod from ManualApproval's hold
+		// and sends it back to pending, so it carries no such warning.
+		holdBy(held("both-rejected", nil), "Coscheduling", "ManualApproval")
+		r = kubectlAs("alice", "reject", "both-rejected", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/both-rejected rejected\n"))
+		Expect(r.Stderr).To(BeEmpty())
+	})
+
+	It("prints the pods decided on stdout and each failure on stderr, with names", func() {
+		held("ok-0", nil)
+		holdBy(held("gang-0", nil), "Coscheduling")
+		held("ok-1", nil)
+		r := kubectlAs("alice", "approve", "ok-0", "gang-0", "ghost", "pod/ok-1", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("waitingpod/ok-0 approved\nwaitingpod/ok-1 approved\n"))
+		Expect(r.Stderr).To(Equal(fmt.Sprintf(
+			"error: waitingpod %[1]s/gang-0 was not approved: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
+				"error: waitingpod \"ghost\" not found in namespace %[1]s (no WaitingPod and no Pod of that name)\n"+
+				"error: 2 of 4 not approved: gang-0, ghost\n", ns)))
+		Expect(get("ok-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+		Expect(get("ok-1").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+	})
+
+	It("prints the pods decided under --all on stdout, and skips and failures on stderr", func() {
+		holdBy(held("batch-0", nil), "ManualApproval")
+		holdBy(held("gang-0", nil), "Coscheduling")
+		// A WaitingPod that names no pod and has no Pod of its name: it
+		// cannot be decided.
+		Expect(adminClient.Create(ctx, &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}})).To(Succeed())
+		r := kubectlAs("alice", "reject", "--all", "-n", ns, "--reason", "not now")
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("waitingpod/batch-0 rejected\n"))
+		Expect(r.Stderr).To(Equal(fmt.Sprintf(
+			"Warning: waitingpod/gang-0 skipped: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
+				"error: pod %s/orphan is gone; there is nothing to decide\n"+
+				"error: 1 of 2 not rejected: orphan\n", ns)))
+		Expect(get("batch-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionReject))
+		Expect(get("orphan").Spec.Decision).To(BeEmpty())
+	})
+
+	It("passes the API server's warnings on to stderr, as kubectl does", func() {
+		// A policy in Warn mode on this namespace's WaitingPods. Admission
+		// runs for server dry runs too, so the warning comes back while
+		// nothing is decided.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "warn-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"waitingpods"},
+						},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "!has(object.spec.decision)", Message: "decisions in this namespace are audited"}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+				}},
+			},
+		}
+		for _, obj := range []client.Object{policy, binding} {
+			Expect(adminClient.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(adminClient.Delete(context.Background(), obj)).To(Succeed()) })
+		}
+		held("audited", nil)
+		Eventually(func(g Gomega) {
+			r := kubectlAs("alice", "approve", "audited", "-n", ns, "--dry-run=server")
+			g.Expect(r.Code).To(BeZero(), r.Stderr)
+			g.Expect(r.Stdout).To(Equal("waitingpod/audited approved (server dry run)\n"))
+			g.Expect(r.Stderr).To(HavePrefix("Warning: "))
+			g.Expect(r.Stderr).To(ContainSubstring("decisions in this namespace are audited"))
+		}).Should(Succeed())
+		Expect(get("audited").Spec.Decision).To(BeEmpty())
 	})
 
 	It("fills in the pod's UID on a WaitingPod that does not name it", func() {
@@ -206,6 +303,27 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(aliceClient.Update(ctx, withDecision(get(wp.Name), "alice"))).To(Succeed())
 	})
 })
+
+// table reads kubectl's table output into its rows by NAME, each row's
+// cells by column header. Cells are cut at the columns' header offsets, as
+// kubectl aligns them, so a cell may hold spaces (a condition's message).
+func table(out string) map[string]map[string]string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	headers := regexp.MustCompile(`\S+`).FindAllStringIndex(lines[0], -1)
+	rows := map[string]map[string]string{}
+	for _, line := range lines[1:] {
+		row := map[string]string{}
+		for i, h := range headers {
+			end := len(line)
+			if i+1 < len(headers) {
+				end = min(headers[i+1][0], len(line))
+			}
+			row[lines[0][h[0]:h[1]]] = strings.TrimSpace(line[min(h[0], len(line)):end])
+		}
+		rows[row["NAME"]] = row
+	}
+	return rows
+}
 
 func withDecision(wp *schedulingv1alpha1.WaitingPod, by string) *schedulingv1alpha1.WaitingPod {
 	wp.Spec.Decision = schedulingv1alpha1.DecisionApprove
@@ -271,11 +389,22 @@ var _ = Describe("kubectl reject --undo", func() {
 		} {
 			r := kubectlAs("alice", "reject", "--undo", name, "-n", ns)
 			Expect(r.Code).To(Equal(1), name)
-			Expect(r.Stdout).To(Equal("error: "+msg+"\n"), name)
-			Expect(r.Stderr).To(Equal("error: 1 of 1 rejections not undone: "+name+"\n"), name)
+			Expect(r.Stdout).To(BeEmpty(), name)
+			Expect(r.Stderr).To(Equal("error: "+msg+"\nerror: 1 of 1 rejections not undone: "+name+"\n"), name)
 		}
 		Expect(gone(ns, "open")).To(BeFalse())
 		Expect(gone(ns, "ok")).To(BeFalse())
+	})
+
+	It("prints the rejections undone on stdout and each failure on stderr", func() {
+		decided(ns, "r", "reject")
+		decided(ns, "open", "")
+		r := kubectlAs("alice", "reject", "--undo", "open", "r", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("waitingpod/r: rejection by alice undone; the pod is scheduled again for a new decision\n"))
+		Expect(r.Stderr).To(Equal(fmt.Sprintf("error: waitingpod %s/open is not decided: there is no rejection to undo\nerror: 1 of 2 rejections not undone: open\n", ns)))
+		Expect(gone(ns, "r")).To(BeTrue())
+		Expect(gone(ns, "open")).To(BeFalse())
 	})
 
 	It("changes nothing with --dry-run and --dry-run=server", func() {
@@ -328,8 +457,9 @@ var _ = Describe("kubectl reject --undo", func() {
 
 // With the operator running: the undone rejection sends the pod back to
 // ManualApproval at once, not after the unschedulable pool's five-minute
-// flush, and the new hold can be decided like the first.
-var _ = Describe("kubectl reject --undo with the operator running", Ordered, func() {
+// flush, and the new hold can be decided like the first; and kubectl get
+// shows from the profiles' status why one is not accepted.
+var _ = Describe("kubectl with the operator running", Ordered, func() {
 	ctx := context.Background()
 
 	BeforeAll(func() {
@@ -378,6 +508,70 @@ spec:
 			}
 			return meta.FindStatusCondition(sp.Status.Conditions, schedulingv1alpha1.ProfileActive)
 		}).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+
+	// applyProfile applies a SchedulingProfile with kubectl, as a user would.
+	applyProfile := func(name, spec string) {
+		GinkgoHelper()
+		manifest := filepath.Join(GinkgoT().TempDir(), name+".yaml")
+		Expect(os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: scheduling.schedprofiles.io/v1alpha1
+kind: SchedulingProfile
+metadata:
+  name: %s
+spec:
+%s
+`, name, spec)), 0o644)).To(Succeed())
+		run("admin", "apply", "-f", manifest)
+		DeferCleanup(func() { run("admin", "delete", "schedulingprofile", name, "--ignore-not-found") })
+	}
+	accepted := func(name string) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			sp := &schedulingv1alpha1.SchedulingProfile{}
+			if err := adminClient.Get(ctx, client.ObjectKey{Name: name}, sp); err != nil || sp.Status.ObservedGeneration != sp.Generation {
+				return nil
+			}
+			return meta.FindStatusCondition(sp.Status.Conditions, schedulingv1alpha1.ProfileAccepted)
+		}
+	}
+
+	It("shows in kubectl get -o wide which generation serves and why a spec is not accepted", func() {
+		applyProfile("columns-guarded", "  percentageOfNodesToScore: 50")
+		Eventually(accepted("columns-guarded")).Should(HaveField("Status", metav1.ConditionTrue))
+		// An invalid update: the last valid generation keeps serving.
+		applyProfile("columns-guarded", "  plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin")
+		Eventually(accepted("columns-guarded")).Should(HaveField("Status", metav1.ConditionFalse))
+		// Never valid: nothing serves.
+		applyProfile("columns-invalid", "  plugins:\n    score:\n      enabled:\n      - name: NoSuchScore")
+		Eventually(accepted("columns-invalid")).Should(HaveField("Status", metav1.ConditionFalse))
+
+		out := run("admin", "get", "schedulingprofiles", "undo-approvals", "columns-guarded", "columns-invalid")
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "SCHEDULERNAME", "ACCEPTED", "ACTIVE", "AGE"}))
+		rows := table(out)
+		Expect(rows).To(HaveKeyWithValue("undo-approvals", And(
+			HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"))))
+		Expect(rows).To(HaveKeyWithValue("columns-guarded", And(
+			HaveKeyWithValue("SCHEDULERNAME", "columns-guarded"), HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "True"))))
+		Expect(rows).To(HaveKeyWithValue("columns-invalid", And(
+			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "False"))))
+
+		out = run("admin", "get", "schedulingprofiles", "undo-approvals", "columns-guarded", "columns-invalid", "-o", "wide")
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
+			"NAME", "SCHEDULERNAME", "ACCEPTED", "ACTIVE", "AGE", "GENERATION", "SERVING", "REASON", "MESSAGE"}))
+		rows = table(out)
+		Expect(rows).To(HaveKeyWithValue("undo-approvals", And(
+			HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"),
+			HaveKeyWithValue("GENERATION", "1"), HaveKeyWithValue("SERVING", "1"),
+			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonBuilt))))
+		Expect(rows).To(HaveKeyWithValue("columns-guarded", And(
+			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "True"),
+			HaveKeyWithValue("GENERATION", "2"), HaveKeyWithValue("SERVING", "1"),
+			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonInvalidSpec),
+			HaveKeyWithValue("MESSAGE", ContainSubstring(`Filter plugin "NoSuchPlugin": no such plugin is registered`)))))
+		Expect(rows).To(HaveKeyWithValue("columns-invalid", And(
+			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "False"),
+			HaveKeyWithValue("GENERATION", "1"), HaveKeyWithValue("SERVING", ""),
+			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonInvalidSpec),
+			HaveKeyWithValue("MESSAGE", ContainSubstring("NoSuchScore")))))
 	})
 
 	It("holds the pod again for a new decision, which can then bind it", func() {
