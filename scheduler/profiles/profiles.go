@@ -12,8 +12,8 @@
 // Lock order: changeMu, then mu, then an instance's own waiting-pods lock
 // (GetWaitingPod calls into the instance under mu). Rejecting a waiting pod
 // makes its binding cycle release its Ref, which takes mu, so pods are
-// rejected with only changeMu held. OnRetired hooks run under mu and take no lock of
-// the set's.
+// rejected with only changeMu held. OnRetired hooks run under mu and take
+// no lock of the set's.
 package profiles
 
 import (
@@ -89,9 +89,9 @@ func (s *Set) Subscribe(fn func(name string, fwk framework.Framework)) {
 // served and the last instance that served it, removed or replaced, was
 // released by its last user (it is closed right after), so no cycle of it
 // is left to report anything under that name (e.g. metrics labelled with
-// the profile). A name published again later
-// is retired again when it goes. fn runs with the set's lock held, so that
-// a Publish of the same name waits for it; it must not call into the set.
+// the profile). A name published again later is retired again when it
+// goes. fn runs with the set's lock held, so that a Publish of the same
+// name waits for it; it must not call into the set.
 func (s *Set) OnRetired(fn func(name string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
