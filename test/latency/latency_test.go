@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -202,11 +203,15 @@ func BenchmarkProfileUpdateToFirstPod(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		pool = map[string]string{"a": "b", "b": "a"}[pool]
-		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, sp); err != nil {
-			b.Fatal(err)
-		}
-		sp.Spec = poolProfile(pools[pool])
-		if err := k8sClient.Update(ctx, sp); err != nil {
+		// The operator writes the profile's status as it serves it, so an
+		// update may race with that write.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, sp); err != nil {
+				return err
+			}
+			sp.Spec = poolProfile(pools[pool])
+			return k8sClient.Update(ctx, sp)
+		}); err != nil {
 			b.Fatal(err)
 		}
 		accepted := time.Now()
