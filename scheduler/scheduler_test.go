@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -82,50 +81,6 @@ func TestTruncateMessage(t *testing.T) {
 			}
 			if len(tt.msg) > maxEventNoteLength && !strings.HasSuffix(got, " ...") {
 				t.Errorf("a truncated note must say so: %q", got[len(got)-10:])
-			}
-		})
-	}
-}
-
-func TestUpdatePodCondition(t *testing.T) {
-	then := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	unschedulable := func(msg string) v1.PodCondition {
-		return v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg, LastTransitionTime: then}
-	}
-	tests := []struct {
-		name        string
-		existing    []v1.PodCondition
-		set         v1.PodCondition
-		wantChanged bool
-		// wantSameTransition says the transition time must be kept.
-		wantSameTransition bool
-	}{
-		{name: "added", set: unschedulable("a"), wantChanged: true},
-		{name: "identical", existing: []v1.PodCondition{unschedulable("a")}, set: unschedulable("a"), wantSameTransition: true},
-		{name: "new message, same status", existing: []v1.PodCondition{unschedulable("a")}, set: unschedulable("b"), wantChanged: true, wantSameTransition: true},
-		{
-			name:     "status flips",
-			existing: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: then}},
-			set:      unschedulable("a"), wantChanged: true,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status := &v1.PodStatus{Conditions: append([]v1.PodCondition{{Type: v1.PodReady}}, tt.existing...)}
-			cond := tt.set
-			cond.LastTransitionTime = metav1.Time{}
-			if got := updatePodCondition(status, &cond); got != tt.wantChanged {
-				t.Errorf("changed = %v, want %v", got, tt.wantChanged)
-			}
-			if len(status.Conditions) != 2 {
-				t.Fatalf("%d conditions, want 2", len(status.Conditions))
-			}
-			got := status.Conditions[1]
-			if got.Message != tt.set.Message {
-				t.Errorf("message = %q, want %q", got.Message, tt.set.Message)
-			}
-			if same := got.LastTransitionTime.Equal(&then); same != tt.wantSameTransition {
-				t.Errorf("transition time kept = %v, want %v", same, tt.wantSameTransition)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/internal/podutil"
 )
 
 // statusWorkers is how many pod status patches may be in flight at once.
@@ -139,7 +140,7 @@ func (u *statusUpdater) send(ctx context.Context, key types.NamespacedName, upd 
 	nnnChanged := upd.nominatingInfo.Mode() == framework.ModeOverride && pod.Status.NominatedNodeName != upd.nominatingInfo.NominatedNodeName
 	condChanged := false
 	if upd.condition != nil {
-		condChanged = updatePodCondition(newStatus, upd.condition.DeepCopy())
+		condChanged = podutil.UpdatePodCondition(newStatus, upd.condition.DeepCopy())
 	}
 	if !nnnChanged && !condChanged {
 		return nil
@@ -175,30 +176,4 @@ func statusPatch(pod *v1.Pod, newStatus *v1.PodStatus) ([]byte, error) {
 		return nil, fmt.Errorf("creating the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return patch, nil
-}
-
-// updatePodCondition sets condition in status and reports whether that
-// changed anything but the probe time. The transition time moves only
-// when the condition's status changes.
-func updatePodCondition(status *v1.PodStatus, condition *v1.PodCondition) bool {
-	condition.LastTransitionTime = metav1.Now()
-	for i := range status.Conditions {
-		old := &status.Conditions[i]
-		if old.Type != condition.Type {
-			continue
-		}
-		if condition.Status == old.Status {
-			condition.LastTransitionTime = old.LastTransitionTime
-		}
-		same := condition.Status == old.Status &&
-			condition.Reason == old.Reason &&
-			condition.Message == old.Message &&
-			condition.LastProbeTime.Equal(&old.LastProbeTime) &&
-			condition.LastTransitionTime.Equal(&old.LastTransitionTime) &&
-			condition.ObservedGeneration == old.ObservedGeneration
-		*old = *condition
-		return !same
-	}
-	status.Conditions = append(status.Conditions, *condition)
-	return true
 }

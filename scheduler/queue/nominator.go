@@ -141,3 +141,30 @@ func (n *nominator) nodeOf(uid types.UID) (string, bool) {
 	name, ok := n.nominatedPodToNode[uid]
 	return name, ok
 }
+
+// AddNominatedPod records that pod is nominated to a node (framework.PodNominator).
+func (p *PriorityQueue) AddNominatedPod(logger klog.Logger, pod *framework.PodInfo, nominatingInfo *framework.NominatingInfo) {
+	p.nominator.add(logger, pod, nominatingInfo)
+}
+
+// DeleteNominatedPodIfExists forgets pod's nomination (framework.PodNominator).
+func (p *PriorityQueue) DeleteNominatedPodIfExists(pod *v1.Pod) {
+	p.nominator.delete(pod)
+}
+
+// UpdateNominatedPod replaces the nominated pod's PodInfo (framework.PodNominator).
+func (p *PriorityQueue) UpdateNominatedPod(logger klog.Logger, oldPod *v1.Pod, newPodInfo *framework.PodInfo) {
+	p.nominator.update(logger, oldPod, newPodInfo)
+}
+
+// NominatedPodsForNode returns the pods nominated to nodeName
+// (framework.PodNominator). It takes no queue lock: Filter workers call it
+// once per node.
+func (p *PriorityQueue) NominatedPodsForNode(nodeName string) []*framework.PodInfo {
+	return p.nominator.forNode(nodeName)
+}
+
+// NominatedNodeName returns the node pod is nominated to, if any.
+func (p *PriorityQueue) NominatedNodeName(pod *v1.Pod) (string, bool) {
+	return p.nominator.nodeOf(pod.UID)
+}

@@ -62,15 +62,6 @@ func (r Registry) Register(name string, factory Factory, args ArgsSpec) error {
 	return nil
 }
 
-// Unregister removes a plugin; it is an error if there is none.
-func (r Registry) Unregister(name string) error {
-	if _, ok := r[name]; !ok {
-		return fmt.Errorf("no plugin named %v exists", name)
-	}
-	delete(r, name)
-	return nil
-}
-
 // Merge registers every plugin of in; a name present in both is an error.
 func (r Registry) Merge(in Registry) error {
 	for name, reg := range in {

@@ -28,12 +28,30 @@ func (e *firstError) set(err error, cancel func()) {
 	})
 }
 
-func (f *frameworkImpl) observePoint(point string, start time.Time, s *framework.Status) {
+// observePoint observes the duration of an extension point since start
+// with the code of the status it returned. Deferred at the start of a Run*
+// method with the address of its named result, it reads the status only
+// when the method returns; nil stands for a point without status.
+func (f *frameworkImpl) observePoint(point string, start time.Time, status **framework.Status) {
+	var s *framework.Status
+	if status != nil {
+		s = *status
+	}
 	f.pointObs[point].observe(s.Code(), time.Since(start))
 }
 
-func (f *frameworkImpl) observePlugin(point, plugin string, start time.Time, s *framework.Status) {
+// runPlugin calls run, one plugin's work at point, and on cycles sampled for
+// plugin metrics (record) observes its duration with the status it returned.
+// Filter and Score time their plugins themselves: they run per node, where
+// one clock read per plugin matters.
+func (f *frameworkImpl) runPlugin(record bool, point, plugin string, run func() *framework.Status) *framework.Status {
+	if !record {
+		return run()
+	}
+	start := time.Now()
+	s := run()
 	f.pluginObs[point][plugin].observe(s.Code(), time.Since(start))
+	return s
 }
 
 // RunPreFilterPlugins follows upstream: UnschedulableAndUnresolvable and
@@ -42,12 +60,9 @@ func (f *frameworkImpl) observePlugin(point, plugin string, start time.Time, s *
 // disables the plugin's Filter for this cycle; results are intersected and
 // an empty intersection rejects the pod.
 func (f *frameworkImpl) RunPreFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (_ *framework.PreFilterResult, status *framework.Status, _ sets.Set[string]) {
-	start := time.Now()
+	defer f.observePoint(PreFilter, time.Now(), &status)
 	skip := sets.New[string]()
-	defer func() {
-		state.SetSkipFilterPlugins(skip)
-		f.observePoint(PreFilter, start, status)
-	}()
+	defer func() { state.SetSkipFilterPlugins(skip) }()
 	var nodes []*framework.NodeInfo
 	if f.snapshotSharedLister != nil {
 		var err error
@@ -62,14 +77,10 @@ func (f *frameworkImpl) RunPreFilterPlugins(ctx context.Context, state *framewor
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.preFilterPlugins {
 		var r *framework.PreFilterResult
-		var s *framework.Status
-		if record {
-			t := time.Now()
+		s := f.runPlugin(record, PreFilter, pl.Name(), func() (s *framework.Status) {
 			r, s = pl.PreFilter(ctx, state, pod, nodes)
-			f.observePlugin(PreFilter, pl.Name(), t, s)
-		} else {
-			r, s = pl.PreFilter(ctx, state, pod, nodes)
-		}
+			return s
+		})
 		if s.IsSkip() {
 			skip.Insert(pl.Name())
 			continue
@@ -120,21 +131,16 @@ func (f *frameworkImpl) runPreFilterExtension(ctx context.Context, state *framew
 		if ext == nil || skip.Has(pl.Name()) {
 			continue
 		}
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		var s *framework.Status
 		op := "addPod"
-		if point == PreFilterExtensionAddPod {
-			s = ext.AddPod(ctx, state, podToSchedule, pi, nodeInfo)
-		} else {
+		if point == PreFilterExtensionRemovePod {
 			op = "removePod"
-			s = ext.RemovePod(ctx, state, podToSchedule, pi, nodeInfo)
 		}
-		if record {
-			f.observePlugin(point, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, point, pl.Name(), func() *framework.Status {
+			if point == PreFilterExtensionAddPod {
+				return ext.AddPod(ctx, state, podToSchedule, pi, nodeInfo)
+			}
+			return ext.RemovePod(ctx, state, podToSchedule, pi, nodeInfo)
+		})
 		if !s.IsSuccess() {
 			err := s.AsError()
 			klog.FromContext(ctx).Error(err, "Plugin failed", "pod", klog.KObj(podToSchedule), "node", klog.KObj(nodeInfo.Node()), "operation", op, "plugin", pl.Name())
@@ -315,8 +321,7 @@ func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *fra
 // with every plugin's reasons, the first rejecting plugin, and the last
 // result that nominated a node.
 func (f *frameworkImpl) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (_ *framework.PostFilterResult, status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(PostFilter, start, status) }()
+	defer f.observePoint(PostFilter, time.Now(), &status)
 	if state.ShouldSkipAllPostFilterPlugins() {
 		return nil, framework.NewStatus(framework.Unschedulable, "All PostFilter plugins are skipped")
 	}
@@ -325,14 +330,11 @@ func (f *frameworkImpl) RunPostFilterPlugins(ctx context.Context, state *framewo
 	var rejector string
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.postFilterPlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		r, s := pl.PostFilter(ctx, state, pod, m)
-		if record {
-			f.observePlugin(PostFilter, pl.Name(), t, s)
-		}
+		var r *framework.PostFilterResult
+		s := f.runPlugin(record, PostFilter, pl.Name(), func() (s *framework.Status) {
+			r, s = pl.PostFilter(ctx, state, pod, m)
+			return s
+		})
 		switch {
 		case s.IsSuccess():
 			return r, s
@@ -354,22 +356,12 @@ func (f *frameworkImpl) RunPostFilterPlugins(ctx context.Context, state *framewo
 // RunPreScorePlugins runs PreScore plugins; Skip disables the plugin's Score
 // for this cycle, anything but Success or Skip fails the pod.
 func (f *frameworkImpl) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (status *framework.Status) {
-	start := time.Now()
+	defer f.observePoint(PreScore, time.Now(), &status)
 	skip := sets.New[string]()
-	defer func() {
-		state.SetSkipScorePlugins(skip)
-		f.observePoint(PreScore, start, status)
-	}()
+	defer func() { state.SetSkipScorePlugins(skip) }()
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.preScorePlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		s := pl.PreScore(ctx, state, pod, nodes)
-		if record {
-			f.observePlugin(PreScore, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, PreScore, pl.Name(), func() *framework.Status { return pl.PreScore(ctx, state, pod, nodes) })
 		if s.IsSkip() {
 			skip.Insert(pl.Name())
 			continue
@@ -386,8 +378,7 @@ func (f *frameworkImpl) RunPreScorePlugins(ctx context.Context, state *framework
 // (plugin, node) pairs live in one allocation; each node's breakdown is a
 // window of a second one.
 func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodePluginScores, status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(Score, start, status) }()
+	defer f.observePoint(Score, time.Now(), &status)
 
 	skip := state.GetSkipScorePlugins()
 	plugins := make([]framework.ScorePlugin, 0, len(f.scorePlugins))
@@ -443,14 +434,7 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 		if ext == nil {
 			return
 		}
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		s := ext.NormalizeScore(ctx, state, pod, perPlugin(p))
-		if record {
-			f.observePlugin(ScoreExtensionNormalize, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, ScoreExtensionNormalize, pl.Name(), func() *framework.Status { return ext.NormalizeScore(ctx, state, pod, perPlugin(p)) })
 		if !s.IsSuccess() {
 			errs.set(fmt.Errorf("plugin %q failed with: %w", pl.Name(), s.AsError()), cancel)
 		}
@@ -481,19 +465,11 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 // RunReservePluginsReserve runs Reserve in order and stops at the first
 // failure; the caller then runs RunReservePluginsUnreserve.
 func (f *frameworkImpl) RunReservePluginsReserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(Reserve, start, status) }()
+	defer f.observePoint(Reserve, time.Now(), &status)
 	logger := klog.FromContext(ctx)
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.reservePlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		s := pl.Reserve(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(Reserve, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, Reserve, pl.Name(), func() *framework.Status { return pl.Reserve(ctx, state, pod, nodeName) })
 		if s.IsSuccess() {
 			continue
 		}
@@ -512,19 +488,14 @@ func (f *frameworkImpl) RunReservePluginsReserve(ctx context.Context, state *fra
 // RunReservePluginsUnreserve runs Unreserve of every Reserve plugin in
 // reverse order, so state built up in Reserve order is unwound LIFO.
 func (f *frameworkImpl) RunReservePluginsUnreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
-	start := time.Now()
-	defer func() { f.observePoint(Unreserve, start, nil) }()
+	defer f.observePoint(Unreserve, time.Now(), nil)
 	record := state.ShouldRecordPluginMetrics()
 	for i := len(f.reservePlugins) - 1; i >= 0; i-- {
 		pl := f.reservePlugins[i]
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		pl.Unreserve(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(Unreserve, pl.Name(), t, nil)
-		}
+		f.runPlugin(record, Unreserve, pl.Name(), func() *framework.Status {
+			pl.Unreserve(ctx, state, pod, nodeName)
+			return nil
+		})
 	}
 }
 
@@ -533,21 +504,17 @@ func (f *frameworkImpl) RunReservePluginsUnreserve(ctx context.Context, state *f
 // waiting pod on nodeName with one timer per waiting plugin, each timeout
 // clamped to the plugin's maximum, and Wait is returned.
 func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(Permit, start, status) }()
+	defer f.observePoint(Permit, time.Now(), &status)
 	logger := klog.FromContext(ctx)
 	var waitStatus *framework.Status
 	var waitTimes map[string]time.Duration
 	record := state.ShouldRecordPluginMetrics()
 	for i, pl := range f.permitPlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		s, timeout := pl.Permit(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(Permit, pl.Name(), t, s)
-		}
+		var timeout time.Duration
+		s := f.runPlugin(record, Permit, pl.Name(), func() (s *framework.Status) {
+			s, timeout = pl.Permit(ctx, state, pod, nodeName)
+			return s
+		})
 		switch {
 		case s.IsSuccess():
 		case s.IsRejected():
@@ -631,20 +598,15 @@ func (f *frameworkImpl) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framewor
 // the pod, Skip if none has, Error on failure; plugins that skip are
 // recorded so RunPreBindPlugins does not call them.
 func (f *frameworkImpl) RunPreBindPreFlights(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(PreBindPreFlight, start, status) }()
+	defer f.observePoint(PreBindPreFlight, time.Now(), &status)
 	skip := sets.New[string]()
 	ret := framework.NewStatus(framework.Skip)
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.preBindPlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		_, s := pl.PreBindPreFlight(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(PreBindPreFlight, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, PreBindPreFlight, pl.Name(), func() (s *framework.Status) {
+			_, s = pl.PreBindPreFlight(ctx, state, pod, nodeName)
+			return s
+		})
 		switch {
 		case s.Code() == framework.Error:
 			err := s.AsError()
@@ -665,8 +627,7 @@ func (f *frameworkImpl) RunPreBindPreFlights(ctx context.Context, state *framewo
 // RunPreBindPlugins runs, in order, the PreBind plugins that did not skip
 // in RunPreBindPreFlights, stopping at the first failure.
 func (f *frameworkImpl) RunPreBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(PreBind, start, status) }()
+	defer f.observePoint(PreBind, time.Now(), &status)
 	logger := klog.FromContext(ctx)
 	skip := state.GetSkipPreBindPlugins()
 	record := state.ShouldRecordPluginMetrics()
@@ -674,14 +635,7 @@ func (f *frameworkImpl) RunPreBindPlugins(ctx context.Context, state *framework.
 		if skip.Has(pl.Name()) {
 			continue
 		}
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		s := pl.PreBind(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(PreBind, pl.Name(), t, s)
-		}
+		s := f.runPlugin(record, PreBind, pl.Name(), func() *framework.Status { return pl.PreBind(ctx, state, pod, nodeName) })
 		if s.IsSuccess() {
 			continue
 		}
@@ -702,22 +656,14 @@ func (f *frameworkImpl) RunPreBindPlugins(ctx context.Context, state *framework.
 
 // RunBindPlugins runs Bind plugins until one does not return Skip.
 func (f *frameworkImpl) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
-	start := time.Now()
-	defer func() { f.observePoint(Bind, start, status) }()
+	defer f.observePoint(Bind, time.Now(), &status)
 	if len(f.bindPlugins) == 0 {
 		return framework.NewStatus(framework.Skip, "")
 	}
 	logger := klog.FromContext(ctx)
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.bindPlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		status = pl.Bind(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(Bind, pl.Name(), t, status)
-		}
+		status = f.runPlugin(record, Bind, pl.Name(), func() *framework.Status { return pl.Bind(ctx, state, pod, nodeName) })
 		if status.IsSkip() {
 			continue
 		}
@@ -738,17 +684,12 @@ func (f *frameworkImpl) RunBindPlugins(ctx context.Context, state *framework.Cyc
 
 // RunPostBindPlugins tells PostBind plugins the pod is bound.
 func (f *frameworkImpl) RunPostBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
-	start := time.Now()
-	defer func() { f.observePoint(PostBind, start, nil) }()
+	defer f.observePoint(PostBind, time.Now(), nil)
 	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range f.postBindPlugins {
-		var t time.Time
-		if record {
-			t = time.Now()
-		}
-		pl.PostBind(ctx, state, pod, nodeName)
-		if record {
-			f.observePlugin(PostBind, pl.Name(), t, nil)
-		}
+		f.runPlugin(record, PostBind, pl.Name(), func() *framework.Status {
+			pl.PostBind(ctx, state, pod, nodeName)
+			return nil
+		})
 	}
 }

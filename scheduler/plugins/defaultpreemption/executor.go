@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/internal/podutil"
 )
 
 const (
@@ -176,7 +178,7 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
 		}
 		newStatus := victim.Status.DeepCopy()
-		if updatePodCondition(newStatus, &condition) {
+		if podutil.UpdatePodCondition(newStatus, &condition) {
 			if err := patchPodStatus(ctx, cs, victim, newStatus); err != nil {
 				if apierrors.IsNotFound(err) {
 					logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
@@ -200,27 +202,6 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 		r.WithLogger(logger).Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", msg)
 	}
 	return nil
-}
-
-// updatePodCondition sets condition in status and reports whether that
-// changed anything; the transition time moves only when the status does.
-func updatePodCondition(status *v1.PodStatus, condition *v1.PodCondition) bool {
-	condition.LastTransitionTime = metav1.Now()
-	for i := range status.Conditions {
-		old := &status.Conditions[i]
-		if old.Type != condition.Type {
-			continue
-		}
-		if condition.Status == old.Status {
-			condition.LastTransitionTime = old.LastTransitionTime
-		}
-		changed := condition.Status != old.Status || condition.Reason != old.Reason || condition.Message != old.Message ||
-			!condition.LastProbeTime.Equal(&old.LastProbeTime) || !condition.LastTransitionTime.Equal(&old.LastTransitionTime)
-		*old = *condition
-		return changed
-	}
-	status.Conditions = append(status.Conditions, *condition)
-	return true
 }
 
 // patchPodStatus sends the difference between pod's status and newStatus
