@@ -443,7 +443,9 @@ func olderThan(a, b string) (bool, error) {
 
 // statusFields are the fields of WaitingPodStatus, each sent in every write:
 // null for one the record leaves empty, so nothing else stays there.
-var statusFields = []string{"podUID", "profile", "nodeName", "pendingPlugins", "expires", "conditions"}
+func statusFields() [6]string {
+	return [...]string{"podUID", "profile", "nodeName", "pendingPlugins", "expires", "conditions"}
+}
 
 // writeStatus replaces wp's status with status, in a merge patch that names
 // every field: with one writer per WaitingPod there is nothing to merge
@@ -458,7 +460,7 @@ func (m *WaitingPodMirror) writeStatus(ctx context.Context, wp *schedulingv1alph
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return err
 	}
-	for _, f := range statusFields {
+	for _, f := range statusFields() {
 		if _, ok := fields[f]; !ok {
 			fields[f] = nil
 		}

@@ -49,13 +49,6 @@ const (
 	preFilterStateKey framework.StateKey = "PreFilter" + Name
 )
 
-// Rejections share their reasons to save an allocation per rejected node; a
-// Status never writes into its reasons in place.
-var (
-	diskConflictReasons = []string{ErrReasonDiskConflict}
-	rwopConflictReasons = []string{ErrReasonReadWriteOncePodConflict}
-)
-
 type volumeRestrictions struct {
 	pvcLister corelisters.PersistentVolumeClaimLister
 	handle    framework.Handle
@@ -215,7 +208,7 @@ func (*volumeRestrictions) Filter(ctx context.Context, state *framework.CycleSta
 				if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 					logger.Info("Disk in use on the node", "pod", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()), "volume", v.Name, "existingPod", klog.KObj(existing.Pod))
 				}
-				return framework.NewStatus(framework.Unschedulable, diskConflictReasons...)
+				return framework.NewStatus(framework.Unschedulable, ErrReasonDiskConflict)
 			}
 		}
 	}
@@ -224,7 +217,7 @@ func (*volumeRestrictions) Filter(ctx context.Context, state *framework.CycleSta
 		return framework.AsStatus(err)
 	}
 	if s.conflictingRefs > 0 {
-		return framework.NewStatus(framework.Unschedulable, rwopConflictReasons...)
+		return framework.NewStatus(framework.Unschedulable, ErrReasonReadWriteOncePodConflict)
 	}
 	return nil
 }

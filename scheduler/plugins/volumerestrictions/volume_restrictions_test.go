@@ -128,12 +128,14 @@ func TestDiskConflicts(t *testing.T) {
 	}
 }
 
-var claims = []*v1.PersistentVolumeClaim{
-	st.MakePVC("default", "rwop-1").AccessModes(v1.ReadWriteOncePod).Obj(),
-	st.MakePVC("default", "rwop-2").AccessModes(v1.ReadWriteOncePod).Obj(),
-	st.MakePVC("default", "rwo").AccessModes(v1.ReadWriteOnce).Obj(),
-	st.MakePVC("default", "rwo-and-rwop").AccessModes(v1.ReadWriteOnce, v1.ReadWriteOncePod).Obj(),
-	st.MakePVC("other", "rwop-1").AccessModes(v1.ReadWriteOncePod).Obj(),
+func testClaims() []*v1.PersistentVolumeClaim {
+	return []*v1.PersistentVolumeClaim{
+		st.MakePVC("default", "rwop-1").AccessModes(v1.ReadWriteOncePod).Obj(),
+		st.MakePVC("default", "rwop-2").AccessModes(v1.ReadWriteOncePod).Obj(),
+		st.MakePVC("default", "rwo").AccessModes(v1.ReadWriteOnce).Obj(),
+		st.MakePVC("default", "rwo-and-rwop").AccessModes(v1.ReadWriteOnce, v1.ReadWriteOncePod).Obj(),
+		st.MakePVC("other", "rwop-1").AccessModes(v1.ReadWriteOncePod).Obj(),
+	}
 }
 
 // rwopSnapshot has a pod on node busy using the ReadWriteOncePod claims
@@ -205,7 +207,7 @@ func TestReadWriteOncePod(t *testing.T) {
 		},
 	}
 	snapshot, _ := rwopSnapshot()
-	fwk := newFramework(t, snapshot, claims)
+	fwk := newFramework(t, snapshot, testClaims())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := st.RunCycle(t.Context(), fwk, snapshot, tt.pod)
@@ -227,7 +229,7 @@ func TestReadWriteOncePod(t *testing.T) {
 
 func TestMessages(t *testing.T) {
 	snapshot, _ := rwopSnapshot()
-	fwk := newFramework(t, snapshot, claims)
+	fwk := newFramework(t, snapshot, testClaims())
 	tests := []struct {
 		name string
 		pod  *v1.Pod
@@ -265,7 +267,7 @@ func TestMessages(t *testing.T) {
 // state, and adding a user back rejects it again.
 func TestPreemptionExtensions(t *testing.T) {
 	snapshot, user := rwopSnapshot()
-	fwk := newFramework(t, snapshot, claims)
+	fwk := newFramework(t, snapshot, testClaims())
 	ctx := t.Context()
 	rwopConflict := framework.NewStatus(framework.Unschedulable, ErrReasonReadWriteOncePodConflict).WithPlugin(Name)
 	diskConflict := framework.NewStatus(framework.Unschedulable, ErrReasonDiskConflict).WithPlugin(Name)
@@ -348,7 +350,7 @@ func TestPreemptionExtensions(t *testing.T) {
 func TestAddNominatedUser(t *testing.T) {
 	nodes := []*v1.Node{st.MakeNode().Name("n").Obj()}
 	snapshot := st.NewSnapshot(nil, nodes)
-	fwk := newFramework(t, snapshot, claims)
+	fwk := newFramework(t, snapshot, testClaims())
 	ctx := t.Context()
 	// A disk keeps PreFilter from skipping while the claim is unused.
 	pod := podWith("p", gcePD("pd", false)).PVC("rwop-2").Obj()
@@ -389,7 +391,7 @@ func TestAddNominatedUser(t *testing.T) {
 // verdict (they only read the pod), the rest is an error naming the
 // missing state.
 func TestFilterWithoutPreFilter(t *testing.T) {
-	fwk := newFramework(t, st.NewSnapshot(nil, nil), claims)
+	fwk := newFramework(t, st.NewSnapshot(nil, nil), testClaims())
 	pl, err := New(t.Context(), nil, fwk)
 	if err != nil {
 		t.Fatal(err)

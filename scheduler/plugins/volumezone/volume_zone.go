@@ -45,17 +45,16 @@ const (
 	zoneDelimiter = "__"
 )
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReasonConflict}
-
 // topologyLabels are the PV labels that constrain nodes, beta labels first
-// as upstream orders them (the order shows in which mismatch is logged).
-var topologyLabels = [...]string{
-	v1.LabelFailureDomainBetaZone,
-	v1.LabelFailureDomainBetaRegion,
-	v1.LabelTopologyZone,
-	v1.LabelTopologyRegion,
+// as upstream orders them (the order shows in which mismatch is logged). An
+// array returned by value: nothing shared to change, nothing allocated.
+func topologyLabels() [4]string {
+	return [...]string{
+		v1.LabelFailureDomainBetaZone,
+		v1.LabelFailureDomainBetaRegion,
+		v1.LabelTopologyZone,
+		v1.LabelTopologyRegion,
+	}
 }
 
 // gaLabel returns the GA twin of a deprecated beta topology label, so that a
@@ -189,7 +188,7 @@ func lookupStatus(err error) *framework.Status {
 // PV's spec.nodeAffinity is VolumeBinding's business, not this plugin's.
 func pvTopologies(logger klog.Logger, pv *v1.PersistentVolume) []pvTopology {
 	var out []pvTopology
-	for _, key := range topologyLabels {
+	for _, key := range topologyLabels() {
 		value, ok := pv.Labels[key]
 		if !ok {
 			continue
@@ -250,14 +249,14 @@ func (pl *volumeZone) Filter(ctx context.Context, state *framework.CycleState, p
 			if logger := klog.FromContext(ctx).V(10); logger.Enabled() {
 				logger.Info("Node does not match the topology of a PersistentVolume of the pod", "pod", klog.KObj(pod), "node", klog.KObj(node), "pv", klog.KRef("", t.pvName), "label", t.key)
 			}
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonConflict)
 		}
 	}
 	return nil
 }
 
 func hasTopologyLabel(node *v1.Node) bool {
-	for _, key := range topologyLabels {
+	for _, key := range topologyLabels() {
 		if _, ok := node.Labels[key]; ok {
 			return true
 		}
@@ -343,7 +342,7 @@ func (*volumeZone) isSchedulableAfterPersistentVolumeChange(logger klog.Logger, 
 }
 
 // equalTopologies compares two results of pvTopologies of the same PV;
-// both list labels in topologyLabels order.
+// both list labels in topologyLabels() order.
 func equalTopologies(a, b []pvTopology) bool {
 	if len(a) != len(b) {
 		return false
