@@ -16,7 +16,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -42,8 +41,13 @@ type options struct {
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
-	qps                     float64
-	burst                   int
+	// leaseDuration, renewDeadline and retryPeriod are kube-scheduler's
+	// leaderElection settings of the same names, with its defaults.
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	qps           float64
+	burst         int
 	// percentageOfNodesToScore and parallelism are kube-scheduler's
 	// settings of the same names, for the whole scheduling loop.
 	percentageOfNodesToScore int
@@ -62,6 +66,9 @@ func main() {
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica schedules.")
 	flag.StringVar(&o.leaderElectionID, "leader-election-id", "profile-scheduler.scheduling.schedprofiles.io", "Name of the leader election Lease.")
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace.")
+	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the leader's last renewal before it takes the Lease over; bounds the failover time when a leader dies without releasing it.")
+	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew the Lease before it gives up leadership and stops; must be less than the lease duration.")
+	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Queries per second to the API server, as kube-scheduler's clientConnection.qps.")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server, as kube-scheduler's clientConnection.burst.")
 	flag.IntVar(&o.percentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "Share of the nodes to find feasible before scoring, for profiles that set none; 0 means adaptive, as kube-scheduler's percentageOfNodesToScore.")
@@ -98,17 +105,14 @@ func run(o options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectionNamespace,
+		LeaseDuration:           &o.leaseDuration,
+		RenewDeadline:           &o.renewDeadline,
+		RetryPeriod:             &o.retryPeriod,
 		// The scheduling loop stops with the manager; releasing the Lease at
 		// once lets a standby take over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
 	schedOpts, err := schedulerOptions(o)

@@ -37,7 +37,9 @@ func attemptsLabel(attempts int) string {
 // is zero, so that names seen once do not linger.
 //
 // It holds every pending pod, served or not, so that the count of a name is
-// there the moment its profile goes away.
+// there the moment its profile goes away. It exports nothing until start:
+// a standby serves no profile yet, and counting every pending pod as
+// unserved there would raise alerts about a healthy leader's pods.
 type unservedPods struct {
 	gauge    *prometheus.GaugeVec
 	served   func(schedulerName string) bool
@@ -47,8 +49,9 @@ type unservedPods struct {
 	// is set or deleted under it, after reading served, so the last writer
 	// always saw the current profile set. served takes the queue's lock,
 	// which is never held while calling in here.
-	mu      sync.Mutex
-	pending map[string]sets.Set[types.UID]
+	mu       sync.Mutex
+	pending  map[string]sets.Set[types.UID]
+	exported bool
 }
 
 func newUnservedPods(gauge *prometheus.GaugeVec, served func(string) bool, reserved []string) *unservedPods {
@@ -101,6 +104,17 @@ func (u *unservedPods) update(oldPod, newPod *v1.Pod) {
 	}
 }
 
+// start exports the counts from now on; the scheduling loop calls it when
+// it starts serving.
+func (u *unservedPods) start() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.exported = true
+	for name := range u.pending {
+		u.refreshLocked(name)
+	}
+}
+
 // refresh re-exports name's count after its profile came or went.
 func (u *unservedPods) refresh(name string) {
 	u.mu.Lock()
@@ -109,6 +123,9 @@ func (u *unservedPods) refresh(name string) {
 }
 
 func (u *unservedPods) refreshLocked(name string) {
+	if !u.exported {
+		return
+	}
 	n := u.pending[name].Len()
 	if n == 0 || u.reserved.Has(name) || u.served(name) {
 		u.gauge.DeleteLabelValues(name)

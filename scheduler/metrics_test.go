@@ -155,6 +155,11 @@ func TestUnservedPendingPods(t *testing.T) {
 	bound := pod("f", "nobody")
 	bound.Spec.NodeName = "node"
 	s.addPod(bound)
+	// A standby, whose loop does not run, counts but exports nothing.
+	if got := series(t, reg, name); len(got) != 0 {
+		t.Errorf("series before the loop started: %v", got)
+	}
+	s.unserved.start()
 	want := []string{name + "{scheduler_name=elsewhere} 1", name + "{scheduler_name=nobody} 2"}
 	if diff := cmp.Diff(want, series(t, reg, name)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -55,6 +55,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		return true
 	}
 	pod := podInfo.Pod
+	s.progress.begin(pod)
+	defer s.progress.end()
 	ref, ok := s.profiles.Acquire(pod.Spec.SchedulerName)
 	if !ok {
 		// The profile went away after the pod was queued; its pods

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -72,10 +73,16 @@ type Scheduler struct {
 	snapshot           *internalcache.Snapshot
 	nextStartNodeIndex int
 
-	// mu guards runCtx, which is set once Start runs; NewFramework then
-	// starts and waits for the informers new plugins asked for.
-	mu     sync.Mutex
-	runCtx context.Context
+	// mu guards informerCtx and started. informerCtx is set once the
+	// informers run (see startInformers); NewFramework then starts and
+	// waits for the informers new plugins asked for.
+	mu          sync.Mutex
+	informerCtx context.Context
+	started     bool
+
+	// informersSynced and progress feed the readiness and liveness checks.
+	informersSynced atomic.Bool
+	progress        cycleProgress
 
 	// bindings counts binding goroutines, so Start returns only after the
 	// bindings in flight finished.
@@ -99,6 +106,7 @@ type options struct {
 	podMaxBackoff                 time.Duration
 	podMaxInUnschedulableDuration time.Duration
 	assumedPodTTL                 time.Duration
+	stalledCycleTimeout           time.Duration
 }
 
 // Option configures New.
@@ -163,6 +171,12 @@ func WithAssumedPodTTL(d time.Duration) Option {
 	return func(o *options) { o.assumedPodTTL = d }
 }
 
+// WithStalledCycleTimeout sets how long one scheduling cycle may run before
+// CheckLoopProgress fails (DefaultStalledCycleTimeout by default).
+func WithStalledCycleTimeout(d time.Duration) Option {
+	return func(o *options) { o.stalledCycleTimeout = d }
+}
+
 // New builds a scheduler that binds pods through client with instances of
 // plugins from registry. ctx supplies the logger; the scheduler runs in Start.
 func New(ctx context.Context, client clientset.Interface, registry runtime.Registry, opts ...Option) (*Scheduler, error) {
@@ -175,6 +189,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		podMaxBackoff:                 queue.DefaultPodMaxBackoffDuration,
 		podMaxInUnschedulableDuration: queue.DefaultPodMaxInUnschedulablePodsDuration,
 		assumedPodTTL:                 internalcache.DefaultAssumedPodTTL,
+		stalledCycleTimeout:           DefaultStalledCycleTimeout,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -204,6 +219,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		profileCtx:               klog.NewContext(context.Background(), logger),
 		snapshot:                 internalcache.NewEmptySnapshot(),
 	}
+	s.progress.timeout = o.stalledCycleTimeout
 	// Terminal pods hold no resources: keeping them out of the informer
 	// releases them (the watch reports a pod that turns terminal as deleted).
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
@@ -293,16 +309,16 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 }
 
 // syncNewInformers starts the informers that plugin factories asked for and
-// waits until they synced, so no plugin reads an empty lister. Before Start
-// there is nothing to do: Start starts them.
+// waits until they synced, so no plugin reads an empty lister. Before the
+// informers run there is nothing to do: starting them starts these too.
 func (s *Scheduler) syncNewInformers(ctx context.Context) error {
 	s.mu.Lock()
-	runCtx := s.runCtx
+	informerCtx := s.informerCtx
 	s.mu.Unlock()
-	if runCtx == nil {
+	if informerCtx == nil {
 		return nil
 	}
-	s.informerFactory.Start(runCtx.Done())
+	s.informerFactory.Start(informerCtx.Done())
 	waitCtx, cancel := context.WithTimeout(ctx, informerSyncTimeout)
 	defer cancel()
 	var unsynced []string
@@ -353,38 +369,32 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
 }
 
-// Start runs the scheduling loop until ctx ends: it starts the informers,
-// waits for them and their handlers to have seen every existing object
-// (nodes, pods, storage objects), then schedules one pod after
-// another. On return the bindings in flight have finished; pods waiting at
-// Permit were released back to the queue.
+// Start runs the scheduling loop until ctx ends: it starts the informers
+// unless the Informers runnable did, waits for them and their handlers to
+// have seen every existing object (nodes, pods, storage objects), then
+// schedules one pod after another. On return the bindings in flight have
+// finished; pods waiting at Permit were released back to the queue.
 func (s *Scheduler) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("scheduler")
 	ctx = klog.NewContext(ctx, logger)
 	s.mu.Lock()
-	if s.runCtx != nil {
+	if s.started {
 		s.mu.Unlock()
 		return errors.New("the scheduler was already started")
 	}
-	s.runCtx = ctx
+	s.started = true
 	s.mu.Unlock()
 
 	if err := s.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("starting the event broadcaster: %w", err)
 	}
 	defer s.broadcaster.Shutdown()
-	s.informerFactory.Start(ctx.Done())
-	synced := []cache.InformerSynced{s.podInformer.HasSynced, s.nodeInformer.HasSynced}
-	for _, ri := range s.storageInformers {
-		synced = append(synced, ri.informer.HasSynced)
-	}
-	for _, h := range s.handlers {
-		synced = append(synced, h.HasSynced)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	s.startInformers(ctx)
+	if !s.waitForInformers(ctx) {
 		// Stopped before it started: not an error of the scheduler's.
 		return nil
 	}
+	s.unserved.start()
 
 	var background sync.WaitGroup
 	background.Add(3)

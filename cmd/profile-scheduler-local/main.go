@@ -34,7 +34,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -266,12 +265,6 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
 	if _, err := operator.Setup(ctx, mgr, operator.Options{

@@ -7,7 +7,9 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -57,8 +60,10 @@ type Operator struct {
 // EventSource is the name events of the operator's controllers carry.
 const EventSource = "profile-scheduler"
 
-// Setup adds the scheduling loop and the controllers to mgr. Everything runs
-// when mgr starts, on the elected leader only.
+// Setup adds the scheduling loop and the controllers to mgr, and the
+// readiness and liveness checks that report on them. The loop and the
+// controllers run on the elected leader only; every replica keeps the
+// informers they read synced, so that a standby takes over warm.
 func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, error) {
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -83,6 +88,18 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return nil, fmt.Errorf("building the scheduling loop: %w", err)
 	}
 	if err := mgr.Add(sched); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sched.Informers()); err != nil {
+		return nil, err
+	}
+	// The profile controller's informer would otherwise be made when the
+	// controller starts, on winning the Lease: make it now, so that the
+	// manager starts it with its cache on every replica.
+	if _, err := mgr.GetCache().GetInformer(ctx, &schedulingv1alpha1.SchedulingProfile{}); err != nil {
+		return nil, err
+	}
+	if err := addProbes(mgr, sched); err != nil {
 		return nil, err
 	}
 
@@ -111,4 +128,28 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return nil, err
 	}
 	return &Operator{Scheduler: sched, Profiles: sched.Profiles()}, nil
+}
+
+// cacheSyncProbeTimeout bounds how long the readiness check waits for the
+// manager's cache, well within a probe's default one-second timeout.
+const cacheSyncProbeTimeout = 200 * time.Millisecond
+
+// addProbes reports a replica ready once the scheduling loop's informers
+// and the controllers' cache have synced, leader or standby, and alive
+// unless a scheduling cycle is stuck.
+func addProbes(mgr manager.Manager, sched *scheduler.Scheduler) error {
+	if err := mgr.AddReadyzCheck("scheduler-informers", sched.CheckInformersSynced); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("controller-caches", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), cacheSyncProbeTimeout)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the controllers' caches have not synced yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.AddHealthzCheck("scheduling-loop", sched.CheckLoopProgress)
 }

@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+)
+
+func TestCycleProgress(t *testing.T) {
+	p := cycleProgress{timeout: time.Minute}
+	now := time.Now()
+	if err := p.check(now); err != nil {
+		t.Errorf("a loop between cycles is reported stuck: %v", err)
+	}
+	p.begin(st.MakePod().Namespace("ns").Name("slow").Obj())
+	if err := p.check(now.Add(30 * time.Second)); err != nil {
+		t.Errorf("a cycle within the timeout is reported stuck: %v", err)
+	}
+	err := p.check(now.Add(2 * time.Minute))
+	if err == nil || !strings.Contains(err.Error(), "ns/slow") {
+		t.Errorf("a cycle past the timeout: got %v, want an error naming ns/slow", err)
+	}
+	p.end()
+	if err := p.check(now.Add(2 * time.Minute)); err != nil {
+		t.Errorf("a finished cycle is reported stuck: %v", err)
+	}
+}
+
+// TestInformersRunWithoutTheLoop is a standby: the Informers runnable syncs
+// the cache and reports ready, and the loop, started later as on winning
+// the Lease, reuses those informers.
+func TestInformersRunWithoutTheLoop(t *testing.T) {
+	s, _ := newMetricsScheduler(t)
+	if err := s.CheckInformersSynced(nil); err == nil {
+		t.Error("ready before the informers ran")
+	}
+	node := &v1.Node{}
+	node.Name = "node-1"
+	if _, err := s.client.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	standby := make(chan error, 1)
+	go func() { standby <- s.Informers().Start(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.CheckInformersSynced(nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the informers did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.cache.NodeCount(); n != 1 {
+		t.Errorf("the standby's cache holds %d nodes, want 1", n)
+	}
+	if err := s.CheckLoopProgress(nil); err != nil {
+		t.Errorf("a standby is reported not live: %v", err)
+	}
+
+	loop := make(chan error, 1)
+	go func() { loop <- s.Start(ctx) }()
+	cancel()
+	for _, done := range []chan error{loop, standby} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("did not stop with its context")
+		}
+	}
+}
