@@ -125,6 +125,14 @@ bench: ## Run the scheduling benchmark (default workloads, a few minutes) agains
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
 		go run ./test/perf --out=$(LOCALBIN)/perf $(BENCH_ARGS)
 
+# Flags of the failover benchmark (failovers, nodes, rate, lease settings).
+FAILOVER_ARGS ?=
+
+.PHONY: bench-failover
+bench-failover: ## Kill the leader of two operator replicas 10 times under a stream of pods and measure the takeovers (a few minutes).
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go run ./test/failover --out=$(LOCALBIN)/failover $(FAILOVER_ARGS)
+
 ##@ Tools
 
 $(CONTROLLER_GEN):

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,7 +140,8 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		// The operator as the Deployment runs it, with the rights of its
 		// ServiceAccount and nothing more, its metrics served securely as
 		// there but on loopback.
-		metricsAddr := freeLoopbackAddress()
+		metricsAddr, err := testenv.FreeLoopbackAddress()
+		Expect(err).NotTo(HaveOccurred())
 		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
 			Scheme:                        localcluster.Scheme(),
 			Metrics:                       operator.MetricsServer(metricsAddr, true, ""),
@@ -287,16 +287,6 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(lease.Spec.HolderIdentity).To(HaveValue(Equal("kube-scheduler-1")))
 	})
 })
-
-// freeLoopbackAddress is a loopback address with a port nothing listens on.
-func freeLoopbackAddress() string {
-	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	addr := l.Addr().String()
-	Expect(l.Close()).To(Succeed())
-	return addr
-}
 
 // scrape GETs /metrics from the secure endpoint at addr, with a bearer
 // token unless token is empty, and returns the status code and body.

@@ -19,8 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -31,7 +29,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -41,8 +38,8 @@ var operatorLogLevel = uberzap.NewAtomicLevelAt(zapcore.ErrorLevel)
 
 // Results is the JSON the harness writes.
 type Results struct {
-	Time    time.Time `json:"time"`
-	Machine Machine   `json:"machine"`
+	Time    time.Time       `json:"time"`
+	Machine testenv.Machine `json:"machine"`
 	// QPS and Burst are the client limits of the operator and the binder.
 	QPS     float32 `json:"kubeAPIQPS"`
 	Burst   int     `json:"kubeAPIBurst"`
@@ -52,16 +49,6 @@ type Results struct {
 	LoadBefore string   `json:"loadAverageBefore,omitempty"`
 	LoadAfter  string   `json:"loadAverageAfter,omitempty"`
 	Workloads  []Result `json:"workloads"`
-}
-
-// Machine says where the figures come from.
-type Machine struct {
-	CPUs              int    `json:"cpus"`
-	CPUModel          string `json:"cpuModel,omitempty"`
-	GOOS              string `json:"goos"`
-	GOARCH            string `json:"goarch"`
-	GoVersion         string `json:"goVersion"`
-	KubernetesVersion string `json:"kubeAPIServer"`
 }
 
 func main() {
@@ -125,7 +112,7 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 			return fmt.Errorf("no kube-scheduler in %s: build it with WANT=kube-scheduler hack/build-control-plane.sh", o.AssetsDir)
 		}
 	}
-	report := Results{Time: time.Now().UTC(), Machine: machine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers, LoadBefore: loadAverage()}
+	report := Results{Time: time.Now().UTC(), Machine: testenv.ThisMachine(), QPS: o.QPS, Burst: o.Burst, Workers: o.Workers, LoadBefore: testenv.LoadAverage()}
 	for _, w := range workloads {
 		res, err := Run(ctx, o, w)
 		if err != nil {
@@ -133,7 +120,7 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 		}
 		report.Workloads = append(report.Workloads, *res)
 	}
-	report.LoadAfter = loadAverage()
+	report.LoadAfter = testenv.LoadAverage()
 	printTable(stdout, &report)
 	if outDir == "" {
 		return nil
@@ -170,33 +157,4 @@ func printTable(w io.Writer, r *Results) {
 			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
 	}
 	_ = tw.Flush()
-}
-
-// loadAverage is the first three fields of /proc/loadavg, if there is one.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func machine() Machine {
-	m := Machine{
-		CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
-		GoVersion: runtime.Version(), KubernetesVersion: localcluster.KubernetesVersion,
-	}
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				m.CPUModel = strings.TrimSpace(value)
-				break
-			}
-		}
-	}
-	return m
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"math"
 	"slices"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
 // Summary is a distribution: average and percentiles, as scheduler_perf
@@ -20,15 +21,6 @@ type Summary struct {
 	Samples int `json:"samples"`
 }
 
-// percentile is the nearest-rank percentile p (0..100) of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[min(max(rank, 0), len(sorted)-1)]
-}
-
 // summarize returns the percentiles of values; average is given, since a
 // throughput's average is pods over time rather than the samples' mean.
 func summarize(values []float64, average float64) Summary {
@@ -36,10 +28,10 @@ func summarize(values []float64, average float64) Summary {
 	slices.Sort(sorted)
 	return Summary{
 		Average: average,
-		Perc50:  percentile(sorted, 50),
-		Perc90:  percentile(sorted, 90),
-		Perc95:  percentile(sorted, 95),
-		Perc99:  percentile(sorted, 99),
+		Perc50:  testenv.Percentile(sorted, 50),
+		Perc90:  testenv.Percentile(sorted, 90),
+		Perc95:  testenv.Percentile(sorted, 95),
+		Perc99:  testenv.Percentile(sorted, 99),
 		Samples: len(sorted),
 	}
 }

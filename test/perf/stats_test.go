@@ -6,21 +6,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestPercentile(t *testing.T) {
-	sorted := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for _, tc := range []struct {
-		p    float64
-		want float64
-	}{{50, 5}, {90, 9}, {95, 10}, {99, 10}, {0, 1}, {100, 10}} {
-		if got := percentile(sorted, tc.p); got != tc.want {
-			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
-		}
-	}
-	if got := percentile(nil, 50); got != 0 {
-		t.Errorf("percentile of nothing = %v, want 0", got)
-	}
-}
-
 func TestPerSecond(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,4 +78,15 @@ func New() (*envtest.Environment, error) {
 		BinaryAssetsDirectory: dir,
 		Scheme:                Scheme(),
 	}, nil
+}
+
+// FreeLoopbackAddress is a loopback address with a port nothing listens on
+// now, for a server a test starts in another process.
+func FreeLoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
