@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -196,7 +197,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	}
 	logger := klog.FromContext(ctx).WithName("scheduler")
 	if o.informerFactory == nil {
-		o.informerFactory = informers.NewSharedInformerFactory(client, 0)
+		o.informerFactory = newInformerFactory(client)
 	}
 	if o.profiles == nil {
 		o.profiles = profiles.NewSet(logger)
@@ -254,10 +255,32 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	return s, nil
 }
 
+// newInformerFactory returns the factory New makes when none is passed in:
+// no managedFields in any of its caches, pods' or others'.
+func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
+}
+
 func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
 	selector := fields.ParseSelectorOrDie(fmt.Sprintf("status.phase!=%v,status.phase!=%v", v1.PodSucceeded, v1.PodFailed))
-	return coreinformers.NewFilteredPodInformer(cs, v1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	informer := coreinformers.NewFilteredPodInformer(cs, v1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
+	// Set here too, as kube-scheduler does, for a factory passed in without
+	// a transform (a factory's own transform replaces this one). It fails
+	// only on a started informer, and this one is new.
+	_ = informer.SetTransform(dropManagedFields)
+	return informer
+}
+
+// dropManagedFields keeps objects' managedFields out of the informer caches,
+// as kube-scheduler does for pods: often the largest part of an object and
+// read by nothing here. Updates sent from a cached object leave the server's
+// managedFields as they are (an update without them keeps them).
+func dropManagedFields(obj any) (any, error) {
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Profiles returns the live profile set the loop serves.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -65,7 +66,13 @@ const EventSource = "profile-scheduler"
 // controllers run on the elected leader only; every replica keeps the
 // informers they read synced, so that a standby takes over warm.
 func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, error) {
-	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	// Core objects go as protobuf, as kube-scheduler sends them: cheaper to
+	// encode and decode on both ends. Custom resources stay with the
+	// manager's own JSON client.
+	coreConfig := rest.CopyConfig(mgr.GetConfig())
+	coreConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	coreConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	clientset, err := kubernetes.NewForConfig(coreConfig)
 	if err != nil {
 		return nil, err
 	}
