@@ -1,9 +1,11 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -360,16 +362,74 @@ func (l sliceLister) Get(name string) (*NodeInfo, error) {
 }
 
 func TestParallelizer(t *testing.T) {
-	for _, p := range []int{0, 1, 4} {
-		var mu sync.Mutex
-		seen := sets.New[int]()
-		NewParallelizer(p).Until(t.Context(), 1000, func(i int) {
-			mu.Lock()
-			seen.Insert(i)
-			mu.Unlock()
-		}, "test")
-		if seen.Len() != 1000 {
-			t.Errorf("parallelism %d: ran %d pieces, want 1000", p, seen.Len())
+	for _, p := range []int{0, 1, 2, 4} {
+		for _, pieces := range []int{1, 2, 7, 1000} {
+			var mu sync.Mutex
+			runs := map[int]int{}
+			NewParallelizer(p).Until(t.Context(), pieces, func(i int) {
+				mu.Lock()
+				runs[i]++
+				mu.Unlock()
+			}, "test")
+			if len(runs) != pieces {
+				t.Errorf("parallelism %d: ran %d of %d pieces", p, len(runs), pieces)
+			}
+			for i, n := range runs {
+				if n != 1 {
+					t.Errorf("parallelism %d: piece %d ran %d times", p, i, n)
+				}
+			}
 		}
+	}
+}
+
+func TestParallelizerStopsWhenCancelled(t *testing.T) {
+	for _, p := range []int{1, 4} {
+		ctx, cancel := context.WithCancel(t.Context())
+		var ran atomic.Int64
+		NewParallelizer(p).Until(ctx, 1000, func(int) {
+			ran.Add(1)
+			cancel()
+		}, "test")
+		// Each worker may have started one piece before it saw the cancel.
+		if n := ran.Load(); n > int64(max(p, 1)) {
+			t.Errorf("parallelism %d: ran %d pieces after cancelling in the first", p, n)
+		}
+	}
+}
+
+func TestPodInfoResource(t *testing.T) {
+	pod := func(cpu string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "p"},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
+			}}}},
+		}
+	}
+	pi, err := NewPodInfo(pod("100m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Computed once, from any number of goroutines at once.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if got := pi.CalculateResource(); got.Resource.MilliCPU != 100 || got.Non0Mem != DefaultMemoryRequest {
+				t.Errorf("CalculateResource() = %+v, want 100m CPU and the default memory as non-zero", got)
+			}
+		})
+	}
+	wg.Wait()
+	cp := pi.DeepCopy()
+	// An in-place resize updates the same pod: its resources are recomputed.
+	if err := pi.Update(pod("250m")); err != nil {
+		t.Fatal(err)
+	}
+	if got := pi.CalculateResource().Resource.MilliCPU; got != 250 {
+		t.Errorf("after the resize, CalculateResource() has %dm CPU, want 250m", got)
+	}
+	if got := cp.CalculateResource().Resource.MilliCPU; got != 100 {
+		t.Errorf("the copy taken before the resize has %dm CPU, want 100m", got)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
-	"k8s.io/client-go/util/workqueue"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // DefaultParallelism is the number of goroutines a Parallelizer uses when
@@ -57,5 +59,57 @@ func (p parallelizer) Until(ctx context.Context, pieces int, doWorkPiece func(pi
 		}
 		return
 	}
-	workqueue.ParallelizeUntil(ctx, p.parallelism, pieces, doWorkPiece, workqueue.WithChunkSize(chunkSizeFor(pieces, p.parallelism)))
+	chunkSize := chunkSizeFor(pieces, p.parallelism)
+	r := &untilRun{
+		pieces:      pieces,
+		chunkSize:   chunkSize,
+		chunks:      (pieces + chunkSize - 1) / chunkSize,
+		done:        ctx.Done(),
+		doWorkPiece: doWorkPiece,
+	}
+	workers := min(p.parallelism, r.chunks)
+	r.wg.Add(workers - 1)
+	for range workers - 1 {
+		go func() {
+			defer r.wg.Done()
+			defer utilruntime.HandleCrashWithContext(ctx)
+			r.work()
+		}()
+	}
+	r.work()
+	r.wg.Wait()
+}
+
+// untilRun is one call of Until. It works like workqueue.ParallelizeUntil,
+// which upstream uses, with the same chunks, except that workers take
+// chunks from a counter rather than a channel filled up front and the
+// calling goroutine is one of them: Until runs several times per
+// scheduling cycle, and this saves most of its allocations and a goroutine.
+type untilRun struct {
+	next        atomic.Int64
+	wg          sync.WaitGroup
+	pieces      int
+	chunkSize   int
+	chunks      int
+	done        <-chan struct{}
+	doWorkPiece func(piece int)
+}
+
+func (r *untilRun) work() {
+	for {
+		chunk := int(r.next.Add(1) - 1)
+		if chunk >= r.chunks {
+			return
+		}
+		start := chunk * r.chunkSize
+		end := min(start+r.chunkSize, r.pieces)
+		for piece := start; piece < end; piece++ {
+			select {
+			case <-r.done:
+				return
+			default:
+				r.doWorkPiece(piece)
+			}
+		}
+	}
 }

@@ -125,10 +125,12 @@ type PodInfo struct {
 	RequiredAntiAffinityTerms  []AffinityTerm
 	PreferredAffinityTerms     []WeightedAffinityTerm
 	PreferredAntiAffinityTerms []WeightedAffinityTerm
-	// resource is computed eagerly in Update rather than lazily (as upstream
-	// does) so that concurrent readers — preemption removes pods from
-	// NodeInfo copies in parallel — never race on a lazy write.
-	resource PodResource
+	// resource is computed on first use, as upstream does, so that PodInfos
+	// built only for their affinity terms (InterPodAffinity's, every cycle)
+	// skip it. It is an atomic pointer because readers run concurrently
+	// (preemption removes pods from NodeInfo copies in parallel): racing
+	// first readers compute the same value and either store wins.
+	resource atomic.Pointer[PodResource]
 }
 
 // NewPodInfo returns a PodInfo for pod. The error reports affinity terms
@@ -149,7 +151,7 @@ func (pi *PodInfo) Update(pod *v1.Pod) error {
 		// Affinity terms are immutable for a given pod; resources are not
 		// (in-place resize), so only those are recomputed.
 		pi.Pod = pod
-		pi.resource = computePodResource(pod)
+		pi.resource.Store(nil)
 		return nil
 	}
 	var preferredAffinity, preferredAntiAffinity []v1.WeightedPodAffinityTerm
@@ -183,22 +185,39 @@ func (pi *PodInfo) Update(pod *v1.Pod) error {
 	pi.RequiredAntiAffinityTerms = requiredAnti
 	pi.PreferredAffinityTerms = preferred
 	pi.PreferredAntiAffinityTerms = preferredAnti
-	pi.resource = computePodResource(pod)
+	pi.resource.Store(nil)
 	return utilerrors.NewAggregate(errs)
 }
 
 // DeepCopy copies the pod; parsed terms are immutable and shared.
 func (pi *PodInfo) DeepCopy() *PodInfo {
-	out := *pi
-	out.Pod = pi.Pod.DeepCopy()
-	return &out
+	out := &PodInfo{
+		Pod:                        pi.Pod.DeepCopy(),
+		RequiredAffinityTerms:      pi.RequiredAffinityTerms,
+		RequiredAntiAffinityTerms:  pi.RequiredAntiAffinityTerms,
+		PreferredAffinityTerms:     pi.PreferredAffinityTerms,
+		PreferredAntiAffinityTerms: pi.PreferredAntiAffinityTerms,
+	}
+	out.resource.Store(pi.resource.Load())
+	return out
 }
 
 // CalculateResource returns what the pod requests, including init and
 // sidecar containers and overhead, as upstream computes it with the 1.36
 // default feature gates (in-place resize, pod-level resources).
 func (pi *PodInfo) CalculateResource() PodResource {
-	return pi.resource
+	return *pi.calculateResource()
+}
+
+// calculateResource returns the cached resources, computing them on first
+// use; the result is shared and must not be modified.
+func (pi *PodInfo) calculateResource() *PodResource {
+	if r := pi.resource.Load(); r != nil {
+		return r
+	}
+	r := computePodResource(pi.Pod)
+	pi.resource.Store(&r)
+	return &r
 }
 
 func computePodResource(pod *v1.Pod) PodResource {
@@ -499,7 +518,7 @@ func podWithRequiredAntiAffinity(p *v1.Pod) bool {
 }
 
 func (n *NodeInfo) update(pi *PodInfo, sign int64) {
-	r := &pi.resource
+	r := pi.calculateResource()
 	n.Requested.MilliCPU += sign * r.Resource.MilliCPU
 	n.Requested.Memory += sign * r.Resource.Memory
 	n.Requested.EphemeralStorage += sign * r.Resource.EphemeralStorage

@@ -156,6 +156,10 @@ type frameworkImpl struct {
 
 	waitingPods *waitingPodsMap
 
+	// nodeScores recycles RunScorePlugins' score buffer (nodes × score
+	// plugins, the largest allocation of a cycle) from one cycle to the next.
+	nodeScores sync.Pool
+
 	// cancel ends the context handed to plugin factories.
 	cancel    context.CancelFunc
 	closeOnce sync.Once

@@ -253,8 +253,10 @@ func (f *frameworkImpl) addNominatedPods(ctx context.Context, pod *v1.Pod, state
 
 // FindNodesThatPassFilters is upstream's findNodesThatPassFilters: nodes are
 // checked in parallel from nodes[start] onwards (wrapping), and the search
-// stops once numNodesToFind nodes passed. Per-node results go into a slice
-// indexed by position, so workers never share a map or a lock.
+// stops once numNodesToFind nodes passed. Rejections are collected under a
+// lock, as upstream does, rather than in a slot per node: that would cost
+// an allocation the size of the cluster every cycle, and most cycles
+// reject few nodes.
 func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *framework.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, nodes []*framework.NodeInfo, start, numNodesToFind int) ([]*framework.NodeInfo, int, error) {
 	numAllNodes := len(nodes)
 	if numAllNodes == 0 || numNodesToFind <= 0 {
@@ -278,7 +280,14 @@ func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *fra
 	defer cancel()
 	var errs firstError
 	var found atomic.Int32
-	statuses := make([]*framework.Status, numAllNodes)
+	type rejection struct {
+		node   *framework.NodeInfo
+		status *framework.Status
+	}
+	var rejected struct {
+		sync.Mutex
+		list []rejection
+	}
 	want := int32(numNodesToFind)
 	check := func(i int) {
 		ni := nodes[(start+i)%numAllNodes]
@@ -295,25 +304,23 @@ func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *fra
 				feasible[n-1] = ni
 			}
 		default:
-			statuses[i] = s
+			rejected.Lock()
+			rejected.list = append(rejected.list, rejection{node: ni, status: s})
+			rejected.Unlock()
 		}
 	}
 	f.parallelizer.Until(ctx, numAllNodes, check, Filter)
 	feasible = feasible[:found.Load()]
-	rejected := 0
-	for i, s := range statuses {
-		if s == nil {
-			continue
-		}
-		rejected++
-		diagnosis.NodeToStatus.Set(nodes[(start+i)%numAllNodes].Node().Name, s)
-		diagnosis.AddPluginStatus(s)
+	for _, r := range rejected.list {
+		diagnosis.NodeToStatus.Set(r.node.Node().Name, r.status)
+		diagnosis.AddPluginStatus(r.status)
 	}
+	processed := len(feasible) + len(rejected.list)
 	if errs.err != nil {
 		code = framework.Error
-		return feasible, len(feasible) + rejected, errs.err
+		return feasible, processed, errs.err
 	}
-	return feasible, len(feasible) + rejected, nil
+	return feasible, processed, nil
 }
 
 // RunPostFilterPlugins runs PostFilter plugins until one returns Success,
@@ -381,19 +388,33 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 	defer f.observePoint(Score, time.Now(), &status)
 
 	skip := state.GetSkipScorePlugins()
-	plugins := make([]framework.ScorePlugin, 0, len(f.scorePlugins))
-	weights := make([]int64, 0, len(f.scorePlugins))
-	obs := make([]*statusObserver, 0, len(f.scorePlugins))
+	// One slice rather than one per field: this runs every cycle.
+	type scorePlugin struct {
+		framework.ScorePlugin
+		weight int64
+		obs    *statusObserver
+	}
+	plugins := make([]scorePlugin, 0, len(f.scorePlugins))
 	for i, pl := range f.scorePlugins {
 		if skip.Has(pl.Name()) {
 			continue
 		}
-		plugins = append(plugins, pl)
-		weights = append(weights, f.scoreWeights[i])
-		obs = append(obs, f.scoreObs[i])
+		plugins = append(plugins, scorePlugin{ScorePlugin: pl, weight: f.scoreWeights[i], obs: f.scoreObs[i]})
 	}
 	numNodes, numPlugins := len(nodes), len(plugins)
-	all := make([]framework.NodeScore, numPlugins*numNodes)
+	// Nothing keeps the buffer past this call. It is cleared so that a
+	// cycle cancelled halfway reads zeros, as with a new one, not scores
+	// of an earlier cycle.
+	buf, _ := f.nodeScores.Get().(*[]framework.NodeScore)
+	if buf == nil {
+		buf = new([]framework.NodeScore)
+	}
+	if cap(*buf) < numPlugins*numNodes {
+		*buf = make([]framework.NodeScore, numPlugins*numNodes)
+	}
+	defer f.nodeScores.Put(buf)
+	all := (*buf)[:numPlugins*numNodes]
+	clear(all)
 	perPlugin := func(p int) framework.NodeScoreList { return all[p*numNodes : (p+1)*numNodes] }
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -413,7 +434,7 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 				score, s := pl.Score(ctx, state, pod, ni)
 				if record {
 					now := time.Now()
-					obs[p].observe(s.Code(), now.Sub(last))
+					pl.obs.observe(s.Code(), now.Sub(last))
 					last = now
 				}
 				if !s.IsSuccess() {
@@ -453,7 +474,7 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 				return nil, framework.AsStatus(fmt.Errorf("applying score defaultWeights on Score plugins: %w",
 					fmt.Errorf("plugin %q returns an invalid score %v, it should in the range of [%v, %v] after normalizing", pl.Name(), score, framework.MinNodeScore, framework.MaxNodeScore)))
 			}
-			weighted := score * weights[p]
+			weighted := score * pl.weight
 			nps.Scores[p] = framework.PluginScore{Name: pl.Name(), Score: weighted}
 			nps.TotalScore += weighted
 		}
