@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,13 +131,11 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	bin := filepath.Join(o.Dir, "profile-scheduler")
 	h := &harness{o: o, watch: newPodWatch(), created: map[string]time.Time{}}
 	h.progress("building the operator")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the operator: %w\n%s", err, out)
+	bin, err := testenv.BuildOperator(ctx, o.Dir)
+	if err != nil {
+		return nil, err
 	}
 
 	h.progress("starting kube-apiserver and etcd")
@@ -379,8 +376,8 @@ func (h *harness) steadyLeader(ctx context.Context) (*replica, *coordinationv1.L
 	err := h.poll(ctx, "both replicas ready and a leader binding pods", func(ctx context.Context) (bool, error) {
 		leader, lease = nil, nil
 		for _, r := range h.replicas {
-			if r.done != nil && !r.running() {
-				h.progress("replica %s exited on its own (%v); restarting it", r.name, r.err)
+			if r.exited() {
+				h.progress("replica %s exited on its own (%v); restarting it", r.name, r.proc.Err())
 				h.unplannedRestarts++
 				if err := r.start(); err != nil {
 					return false, err

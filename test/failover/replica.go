@@ -3,14 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -29,9 +24,8 @@ type replica struct {
 	metricsAddr, probeAddr string
 	http                   *http.Client
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	// proc is the latest process started; nil before the first start.
+	proc *testenv.Process
 }
 
 func newReplica(name, bin, log string, args []string) (*replica, error) {
@@ -50,54 +44,21 @@ func newReplica(name, bin, log string, args []string) (*replica, error) {
 	}, nil
 }
 
-// start starts the process. It is started from a goroutine locked to its
-// OS thread that lives as long as the process: Linux sends the
-// parent-death signal when the thread that forked the child ends, and the
-// Go runtime may end any thread, so only a thread held for the child's
-// whole life makes "dies with this harness, even on SIGKILL" hold.
+// start starts the process, which dies with this harness.
 func (r *replica) start() error {
-	log, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	proc, err := testenv.StartProcess("replica "+r.name, r.bin, r.log, r.args...)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.bin, r.args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so a Ctrl-C reaches the harness alone, which
-	// then stops the replicas itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	done := make(chan struct{})
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the child
-		defer close(done)
-		defer func() { _ = log.Close() }()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		r.err = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		<-done
-		return fmt.Errorf("starting replica %s: %w", r.name, err)
-	}
-	r.cmd, r.done = cmd, done
+	r.proc = proc
 	return nil
 }
 
 // running tells whether the process was started and has not exited.
-func (r *replica) running() bool {
-	if r.done == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
+func (r *replica) running() bool { return r.proc != nil && r.proc.Running() }
+
+// exited tells whether the process was started and has exited since.
+func (r *replica) exited() bool { return r.proc != nil && !r.proc.Running() }
 
 // kill sends SIGKILL, as a crashed node or an OOM kill would end the
 // process: no Lease release, no graceful shutdown. It returns once the
@@ -106,11 +67,7 @@ func (r *replica) kill() error {
 	if !r.running() {
 		return fmt.Errorf("replica %s is not running", r.name)
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-r.done
-	return nil
+	return r.proc.Kill()
 }
 
 // stop sends SIGTERM, waits for the process to exit and kills it if it has
@@ -119,17 +76,7 @@ func (r *replica) stop() error {
 	if !r.running() {
 		return nil
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	select {
-	case <-r.done:
-		return nil
-	case <-time.After(replicaStopTimeout):
-		_ = r.cmd.Process.Signal(syscall.SIGKILL)
-		<-r.done
-		return fmt.Errorf("replica %s did not stop within %v of SIGTERM; killed it", r.name, replicaStopTimeout)
-	}
+	return r.proc.Stop(replicaStopTimeout)
 }
 
 // ready tells whether the replica answers 200 on /readyz.

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,20 +19,15 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
-	"github.com/schedprofiles/profile-scheduler/internal/operator"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
 // Namespaces and schedulerNames of the phases of a workload.
@@ -49,12 +45,21 @@ const (
 	unscheduled = "perf-harness"
 )
 
+// steadyState is how long a memory workload leaves each scheduler idle,
+// its pods scheduled, before it reads the scheduler's memory.
+const steadyState = 5 * time.Second
+
 // Options configures a run.
 type Options struct {
 	// AssetsDir holds kube-apiserver and etcd; CRDDir the CRDs.
 	AssetsDir, CRDDir string
-	// QPS and Burst limit the operator's client, and the harness's binder
-	// when it measures the ceiling.
+	// Operator is the profile-scheduler binary; run builds it when empty.
+	Operator string
+	// LogDir receives the schedulers' logs, one file per workload and
+	// scheduler.
+	LogDir string
+	// QPS and Burst limit the schedulers' clients, and the harness's
+	// binder when it measures the ceiling.
 	QPS   float32
 	Burst int
 	// Workers is how many goroutines create and bind pods in the harness.
@@ -79,7 +84,8 @@ type Result struct {
 	Throughput Summary `json:"throughput"`
 	// BindingCeiling is the rate at which the harness alone creates
 	// pods/binding for the same number of pods on the same API server,
-	// measured the same way: pods seen bound by a watch.
+	// measured the same way: pods seen bound by a watch. Memory workloads
+	// do not measure it.
 	BindingCeiling Summary `json:"bindingCeiling"`
 	// PerSecond are the pods bound in each whole second of the phase.
 	PerSecond []float64 `json:"perSecond"`
@@ -98,11 +104,32 @@ type Result struct {
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// MeasuredSeconds is the length of the measured phase.
 	MeasuredSeconds float64 `json:"measuredSeconds"`
+	// Cost is what the operator's process spent: its measured phase runs
+	// from the profile's creation to the last binding.
+	Cost Cost `json:"cost"`
 	// Upstream is kube-scheduler's throughput on the same API server, from
 	// its first binding on (its start-up is left out), when measured.
 	Upstream *Summary `json:"upstreamThroughput,omitempty"`
 	// UpstreamRatio is Upstream.Average / BindingCeiling.Average.
 	UpstreamRatio float64 `json:"upstreamRatio,omitempty"`
+	// UpstreamCost is what kube-scheduler's process spent, its measured
+	// phase running from its first binding to its last.
+	UpstreamCost *Cost `json:"upstreamCost,omitempty"`
+}
+
+// Cost is what a scheduler's process spent on a workload, read from
+// outside the process.
+type Cost struct {
+	// CPUSecondsPer1000Pods is the process's user and system CPU time
+	// (/proc/<pid>/stat) over the measured phase, per 1000 pods bound in it.
+	CPUSecondsPer1000Pods float64 `json:"cpuSecondsPer1000Pods"`
+	// RSSBytes and PeakRSSBytes are VmRSS and VmHWM (/proc/<pid>/status)
+	// at the end of the workload.
+	RSSBytes     int64 `json:"rssBytes"`
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	// HeapInuseBytes is go_memstats_heap_inuse_bytes from the process's
+	// /metrics at the end of the workload; absent when it could not be read.
+	HeapInuseBytes *int64 `json:"heapInuseBytes,omitempty"`
 }
 
 func (o Options) logf(format string, args ...any) {
@@ -113,19 +140,34 @@ func (o Options) logf(format string, args ...any) {
 
 // Run runs one workload on a fresh control plane.
 func Run(ctx context.Context, o Options, w Workload) (*Result, error) {
+	ticks, err := clockTicks()
+	if err != nil {
+		return nil, err
+	}
 	o.logf("== %s: starting kube-apiserver and etcd", w.Name)
 	cluster, err := localcluster.Start(localcluster.Options{AssetsDir: o.AssetsDir, CRDDir: o.CRDDir})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = cluster.Stop() }()
+	// The schedulers' kubeconfig holds an administrator's key: it goes
+	// with the workload.
+	dir, err := os.MkdirTemp("", "perf-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if _, err := cluster.WriteAdminKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, w: w, cfg: cfg, cs: cs}
+	h := &harness{o: o, w: w, cfg: cfg, cs: cs, dir: dir, kubeconfig: kubeconfig, ticks: ticks}
 	return h.run(ctx)
 }
 
@@ -135,9 +177,10 @@ type harness struct {
 	cfg   *rest.Config
 	cs    kubernetes.Interface
 	nodes []string
-	// metrics exports the scheduling loop's metrics of the operator
-	// startOperator started.
-	metrics *prometheus.Registry
+	// dir holds the workload's throw-away files, kubeconfig among them.
+	dir, kubeconfig string
+	// ticks is the unit of /proc CPU times, per second.
+	ticks int
 }
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
@@ -160,6 +203,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	o.logf("   %d nodes in %v", w.Nodes, time.Since(start).Round(time.Millisecond))
 
 	// Pods already running: bound by the harness, as cluster state.
+	start = time.Now()
 	initPods, err := h.createPods(ctx, initNamespace, w.InitPods, false)
 	if err != nil {
 		return nil, err
@@ -167,46 +211,36 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.bindPods(ctx, initPods); err != nil {
 		return nil, err
 	}
+	o.logf("   %d pods running in %v", w.InitPods, time.Since(start).Round(time.Millisecond))
 
-	// The ceiling: the harness alone binds the same number of pods.
-	ceilingPods, err := h.createPods(ctx, ceilingNamespace, w.Pods, true)
-	if err != nil {
-		return nil, err
-	}
-	if res.BindingCeiling, err = h.measureCeiling(ctx, ceilingPods); err != nil {
-		return nil, err
-	}
-	o.logf("   binding ceiling: %.0f pods/s", res.BindingCeiling.Average)
-	if err := h.cs.CoreV1().Pods(ceilingNamespace).DeleteCollection(ctx,
-		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
-		return nil, err
+	if !w.Memory {
+		// The ceiling: the harness alone binds the same number of pods.
+		ceilingPods, err := h.createPods(ctx, ceilingNamespace, w.Pods, true)
+		if err != nil {
+			return nil, err
+		}
+		if res.BindingCeiling, err = h.measureCeiling(ctx, ceilingPods); err != nil {
+			return nil, err
+		}
+		o.logf("   binding ceiling: %.0f pods/s", res.BindingCeiling.Average)
+		if err := h.cs.CoreV1().Pods(ceilingNamespace).DeleteCollection(ctx,
+			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+			return nil, err
+		}
 	}
 
 	// The operator, and an instance to warm it up: informers synced, the
 	// loop running.
-	opCtx, stopOperator := context.WithCancel(ctx)
-	defer stopOperator()
-	mgrDone, err := h.startOperator(opCtx)
+	op, err := h.startOperator()
 	if err != nil {
 		return nil, err
 	}
-	operatorStopped := false
-	stopAndWait := func() {
-		if operatorStopped {
-			return
-		}
-		operatorStopped = true
-		// Requests in flight fail as the operator stops: not worth a log.
-		operatorLogLevel.SetLevel(zapcore.FatalLevel)
-		stopOperator()
-		<-mgrDone
-	}
-	defer stopAndWait()
+	defer func() { _ = op.stop() }()
 	kc, err := client.New(h.cfg, client.Options{Scheme: localcluster.Scheme()})
 	if err != nil {
 		return nil, err
 	}
-	if err := h.warmUp(ctx, kc); err != nil {
+	if err := h.warmUp(ctx, kc, op); err != nil {
 		return nil, err
 	}
 
@@ -232,25 +266,25 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := yaml.UnmarshalStrict([]byte(w.Profile), &spec); err != nil {
 		return nil, fmt.Errorf("workload %s: profile: %w", w.Name, err)
 	}
-	before, err := h.metrics.Gather()
+	before, err := op.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
 
 	o.logf("   scheduling %d pods", w.Pods)
+	cpu := &cpuMeter{s: op, ticks: h.ticks}
+	cpu.begin()
 	t0 := time.Now()
-	bound.start(t0)
 	profile := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: measureProfile}, Spec: spec}
 	if err := kc.Create(ctx, profile); err != nil {
 		return nil, err
 	}
 	samples := sampleEverySecond(bound.done, bound.count)
-	select {
-	case <-bound.done:
-	case <-time.After(o.Timeout):
-		return nil, fmt.Errorf("workload %s: %d of %d pods bound after %v", w.Name, bound.count(), w.Pods, o.Timeout)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := h.waitBound(ctx, bound, op); err != nil {
+		return nil, err
+	}
+	if res.Cost.CPUSecondsPer1000Pods, err = cpu.end(w.Pods); err != nil {
+		return nil, err
 	}
 	elapsed := bound.last().Sub(t0)
 	// The binding goroutine records the attempt just after the API server
@@ -261,7 +295,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	scheduledLabel := map[string]string{"profile": measureProfile, "result": "scheduled"}
 	var after []*dto.MetricFamily
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if after, err = h.metrics.Gather(); err != nil {
+		if after, err = op.scrape(ctx); err != nil {
 			return nil, err
 		}
 		scheduled := counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")["scheduled"]
@@ -270,7 +304,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if min(scheduled, attempts, sli) >= w.Pods || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	res.MeasuredSeconds = elapsed.Seconds()
@@ -283,28 +317,147 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds", scheduledLabel).summary()
 	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
 	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
-	o.logf("   %.0f pods/s (%.0f%% of the ceiling), attempt p50 %.1f ms, p99 %.1f ms",
-		res.Throughput.Average, 100*res.Ratio, 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99)
+	if err := h.readMemory(ctx, op, &res.Cost); err != nil {
+		return nil, err
+	}
+	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s",
+		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost)
 
 	if o.Upstream != "" && !w.Approve {
 		// kube-scheduler gets the cluster the operator got: the measured
 		// pods go, and the operator stops so that it takes no CPU.
-		stopAndWait()
+		if err := op.stop(); err != nil {
+			return nil, err
+		}
 		if err := h.cs.CoreV1().Pods(measureNamespace).DeleteCollection(ctx,
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
 		}
-		up, err := h.runUpstream(ctx)
+		up, cost, err := h.runUpstream(ctx)
 		if err != nil {
 			return nil, err
 		}
-		res.Upstream = up
+		res.Upstream, res.UpstreamCost = up, cost
 		if res.BindingCeiling.Average > 0 {
 			res.UpstreamRatio = up.Average / res.BindingCeiling.Average
 		}
-		o.logf("   kube-scheduler: %.0f pods/s (%.0f%% of the ceiling)", up.Average, 100*res.UpstreamRatio)
+		o.logf("   kube-scheduler: %.0f pods/s%s; %s", up.Average, ofCeiling(res.UpstreamRatio), cost)
 	}
 	return res, nil
+}
+
+// String is the cost on one line, for progress.
+func (c Cost) String() string {
+	heap := "heap n/a"
+	if c.HeapInuseBytes != nil {
+		heap = fmt.Sprintf("heap %.0f MiB", mebibytes(*c.HeapInuseBytes))
+	}
+	return fmt.Sprintf("%.2f CPU-s/1000 pods, RSS %.0f MiB (peak %.0f MiB), %s",
+		c.CPUSecondsPer1000Pods, mebibytes(c.RSSBytes), mebibytes(c.PeakRSSBytes), heap)
+}
+
+// ofCeiling is a ratio to the ceiling for progress; memory workloads
+// measure none.
+func ofCeiling(ratio float64) string {
+	if ratio == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%% of the ceiling)", 100*ratio)
+}
+
+func mebibytes(b int64) float64 { return float64(b) / (1 << 20) }
+
+// waitBound waits until every measured pod is bound, failing early when
+// the scheduler exits.
+func (h *harness) waitBound(ctx context.Context, bound *boundCounter, s *schedulerProcess) error {
+	select {
+	case <-bound.done:
+		return nil
+	case <-s.Done():
+		return s.exitError()
+	case <-time.After(h.o.Timeout):
+		return fmt.Errorf("workload %s: %s bound %d of %d pods in %v", h.w.Name, s.Name, bound.count(), h.w.Pods, h.o.Timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readMemory fills c with the scheduler's memory at the end of the
+// workload; a memory workload first leaves the scheduler idle.
+func (h *harness) readMemory(ctx context.Context, s *schedulerProcess, c *Cost) error {
+	if h.w.Memory {
+		select {
+		case <-time.After(steadyState):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if !s.Running() {
+		return s.exitError()
+	}
+	var err error
+	if c.RSSBytes, c.PeakRSSBytes, err = s.memory(); err != nil {
+		return err
+	}
+	c.HeapInuseBytes = s.heapInuse(ctx)
+	return nil
+}
+
+// logFile is where a scheduler's log of this workload goes.
+func (h *harness) logFile(scheduler string) string {
+	return filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+scheduler+".log")
+}
+
+// startOperator starts the operator binary as it runs in a cluster, with
+// the harness's client limits, plain-HTTP metrics and probes on loopback,
+// and no leader election.
+func (h *harness) startOperator() (*schedulerProcess, error) {
+	metricsAddr, err := testenv.FreeLoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
+	probeAddr, err := testenv.FreeLoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
+	return startScheduler("profile-scheduler", h.o.Operator, h.logFile("profile-scheduler"), "http://"+metricsAddr+"/metrics",
+		"--kubeconfig="+h.kubeconfig,
+		fmt.Sprintf("--kube-api-qps=%g", h.o.QPS),
+		fmt.Sprintf("--kube-api-burst=%d", h.o.Burst),
+		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address="+probeAddr,
+		"--reserved-scheduler-names="+corev1.DefaultSchedulerName,
+	)
+}
+
+// warmUp schedules one pod with a throw-away profile, so the measured phase
+// starts with the operator's informers synced and its loop running.
+func (h *harness) warmUp(ctx context.Context, kc client.Client, op *schedulerProcess) error {
+	if err := kc.Create(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: warmupProfile}}); err != nil {
+		return err
+	}
+	p := basicPod(initNamespace, "warm-up", warmupProfile)
+	if _, err := h.cs.CoreV1().Pods(initNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		got, err := h.cs.CoreV1().Pods(initNamespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Spec.NodeName != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-op.Done():
+			return op.exitError()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the warm-up pod was not bound within 2 minutes; the operator's log is %s", op.Log)
 }
 
 // createPods creates count pods in namespace for the harness's own
@@ -373,80 +526,15 @@ func (h *harness) measureCeiling(ctx context.Context, pods []*corev1.Pod) (Summa
 	return summarize(perSecond(<-samples), float64(len(pods))/bound.last().Sub(t0).Seconds()), nil
 }
 
-func (h *harness) startOperator(ctx context.Context) (<-chan struct{}, error) {
-	operatorLogLevel.SetLevel(zapcore.ErrorLevel)
-	mgr, err := ctrl.NewManager(h.cfg, ctrl.Options{
-		Scheme:                 localcluster.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Every workload runs a new operator in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Every workload's operator exports its metrics afresh.
-	h.metrics = prometheus.NewRegistry()
-	if _, err := operator.Setup(ctx, mgr, operator.Options{
-		Registry:               plugins.NewInTreeRegistry(),
-		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-		WaitingPodRetention:    30 * time.Second,
-		MetricsRegisterer:      h.metrics,
-	}); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			h.o.logf("operator stopped: %v", err)
-		}
-	}()
-	return done, nil
-}
-
-// warmUp schedules one pod with a throw-away profile, so the measured phase
-// starts with the operator's informers synced and its loop running.
-func (h *harness) warmUp(ctx context.Context, kc client.Client) error {
-	if err := kc.Create(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: warmupProfile}}); err != nil {
-		return err
-	}
-	p := basicPod(initNamespace, "warm-up", warmupProfile)
-	if _, err := h.cs.CoreV1().Pods(initNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		got, err := h.cs.CoreV1().Pods(initNamespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if got.Spec.NodeName != "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return errors.New("the warm-up pod was not bound within 2 minutes")
-}
-
 // boundCounter counts measured pods seen bound, with the first and last
 // times.
 type boundCounter struct {
 	mu            sync.Mutex
 	n, total      int64
-	t0            time.Time
 	tFirst, tLast time.Time
 	done          chan struct{}
-}
-
-func (b *boundCounter) start(t time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.t0 = t
+	// onFirst, when set, runs as the first pod is seen bound.
+	onFirst func()
 }
 
 func (b *boundCounter) add() {
@@ -455,6 +543,9 @@ func (b *boundCounter) add() {
 	now := time.Now()
 	if b.n == 0 {
 		b.tFirst = now
+		if b.onFirst != nil {
+			b.onFirst()
+		}
 	}
 	b.n++
 	b.tLast = now

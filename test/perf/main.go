@@ -3,8 +3,12 @@
 // starts kube-apiserver and etcd on loopback, creates simulated nodes and
 // pods already placed, measures the rate at which the harness alone can
 // bind the workload's pods (the ceiling of this API server on this
-// machine), then runs the operator in this process and measures how fast it
-// schedules the same number of pods. It prints a table and writes the
+// machine), then runs the operator binary as its own process, as it runs
+// in a cluster, and measures how fast it schedules the same number of pods
+// and what that costs it: CPU time per pod from /proc, peak RSS, and heap
+// in use from its /metrics. With --upstream, kube-scheduler is measured
+// the same way on the same API server. A memory workload measures both at
+// rest in a large cluster instead. It prints a table and writes the
 // figures as JSON. See docs/performance.md.
 //
 //	go run ./test/perf --workloads=default --out=bin/perf   # what make bench runs
@@ -23,7 +27,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,15 +35,11 @@ import (
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
-// operatorLogLevel is the level of the operator's logs; Run silences them
-// while it stops an operator, whose requests then fail by design.
-var operatorLogLevel = uberzap.NewAtomicLevelAt(zapcore.ErrorLevel)
-
 // Results is the JSON the harness writes.
 type Results struct {
 	Time    time.Time       `json:"time"`
 	Machine testenv.Machine `json:"machine"`
-	// QPS and Burst are the client limits of the operator and the binder.
+	// QPS and Burst are the client limits of the schedulers and the binder.
 	QPS     float32 `json:"kubeAPIQPS"`
 	Burst   int     `json:"kubeAPIBurst"`
 	Workers int     `json:"harnessWorkers"`
@@ -63,16 +62,16 @@ func main() {
 		upstream  bool
 	)
 	flag.StringVar(&workloads, "workloads", "default", "Comma-separated workloads, or default, or all: "+workloadNames()+".")
-	flag.StringVar(&out, "out", "", "Directory to write results.json into (default: print only).")
-	flag.Float64Var(&qps, "kube-api-qps", 5000, "Client QPS of the operator and of the harness's binder (scheduler_perf raises it to 5000).")
-	flag.IntVar(&burst, "kube-api-burst", 5000, "Client burst of the operator and of the harness's binder.")
+	flag.StringVar(&out, "out", "", "Directory to write results.json, the operator binary and the schedulers' logs into (default: a temporary directory, removed after a successful run).")
+	flag.Float64Var(&qps, "kube-api-qps", 5000, "Client QPS of the schedulers (operator and kube-scheduler) and of the harness's binder (scheduler_perf raises it to 5000).")
+	flag.IntVar(&burst, "kube-api-burst", 5000, "Client burst of the schedulers and of the harness's binder.")
 	flag.IntVar(&workers, "workers", 32, "Goroutines the harness creates and binds pods with.")
 	flag.IntVar(&scale, "scale-down", 1, "Divide node and pod counts by this, for a quick look.")
 	flag.DurationVar(&timeout, "timeout", 10*time.Minute, "Longest the measured phase of one workload may take.")
-	flag.BoolVar(&upstream, "upstream", false, "Also measure upstream kube-scheduler on the same API server (build it with WANT=kube-scheduler hack/build-control-plane.sh).")
-	// The operator's own logs: errors only, unless asked; none once a
-	// workload's figures are taken and its operator is being stopped.
-	zapOpts := zap.Options{Level: operatorLogLevel}
+	flag.BoolVar(&upstream, "upstream", false, "Also measure upstream kube-scheduler on the same API server, as its own process like the operator (build it with WANT=kube-scheduler hack/build-control-plane.sh).")
+	// The harness's own logs (its clients'): errors only, unless asked.
+	// The schedulers log to files beside results.json.
+	zapOpts := zap.Options{Level: zapcore.ErrorLevel}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
@@ -98,7 +97,32 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, workloads []Workload, o Options, outDir string, stdout io.Writer) error {
+// run runs the workloads and reports them. Unless o names them, the
+// operator binary is built and the logs written into outDir, or into a
+// temporary directory that a successful run removes.
+func run(ctx context.Context, workloads []Workload, o Options, outDir string, stdout io.Writer) (err error) {
+	dir := outDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "perf-"); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				err = os.RemoveAll(dir)
+			}
+		}()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if o.LogDir == "" {
+		o.LogDir = dir
+	}
+	if o.Operator == "" {
+		o.logf("building the operator")
+		if o.Operator, err = testenv.BuildOperator(ctx, dir); err != nil {
+			return err
+		}
+	}
 	if o.AssetsDir == "" {
 		dir, err := testenv.AssetsDir()
 		if err != nil {
@@ -125,9 +149,6 @@ func run(ctx context.Context, workloads []Workload, o Options, outDir string, st
 	if outDir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
@@ -148,13 +169,42 @@ func printTable(w io.Writer, r *Results) {
 	fmt.Fprintln(tw, "workload\tnodes\tpods\tpods/s avg\tp50\tp90\tp99\tceiling pods/s\tratio\tattempt p50 ms\tp90 ms\tp99 ms\tkube-scheduler pods/s\tratio\t")
 	for _, res := range r.Workloads {
 		t, a := res.Throughput, res.AttemptLatency
+		ceiling, ratio := "-", "-"
+		if res.BindingCeiling.Average > 0 {
+			ceiling, ratio = fmt.Sprintf("%.0f", res.BindingCeiling.Average), fmt.Sprintf("%.2f", res.Ratio)
+		}
 		upstream, upstreamRatio := "-", "-"
 		if res.Upstream != nil {
-			upstream, upstreamRatio = fmt.Sprintf("%.0f", res.Upstream.Average), fmt.Sprintf("%.2f", res.UpstreamRatio)
+			upstream = fmt.Sprintf("%.0f", res.Upstream.Average)
+			if res.BindingCeiling.Average > 0 {
+				upstreamRatio = fmt.Sprintf("%.2f", res.UpstreamRatio)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n",
 			res.Name, res.Nodes, res.Pods, t.Average, t.Perc50, t.Perc90, t.Perc99,
-			res.BindingCeiling.Average, res.Ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
+			ceiling, ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
 	}
 	_ = tw.Flush()
+
+	// What each process spent: CPU over the measured phase, memory at the
+	// end of the workload.
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tCPU-s/1000 pods\tRSS MiB\tpeak RSS MiB\theap MiB\tkube-scheduler CPU-s/1000 pods\tRSS MiB\tpeak RSS MiB\theap MiB\t")
+	for _, res := range r.Workloads {
+		upstream := "-\t-\t-\t-"
+		if res.UpstreamCost != nil {
+			upstream = costColumns(*res.UpstreamCost)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, costColumns(res.Cost), upstream)
+	}
+	_ = tw.Flush()
+}
+
+func costColumns(c Cost) string {
+	heap := "n/a"
+	if c.HeapInuseBytes != nil {
+		heap = fmt.Sprintf("%.0f", mebibytes(*c.HeapInuseBytes))
+	}
+	return fmt.Sprintf("%.2f\t%.0f\t%.0f\t%s", c.CPUSecondsPer1000Pods, mebibytes(c.RSSBytes), mebibytes(c.PeakRSSBytes), heap)
 }

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,14 +27,14 @@ func TestHarness(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.Level(operatorLogLevel))
+	logger := zap.New(zap.WriteTo(GinkgoWriter), zap.Level(zapcore.ErrorLevel))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 })
 
 var _ = Describe("The benchmark harness", func() {
 
-	It("measures throughput, the binding ceiling and latency of a basic and an approval workload, and writes them", func() {
+	It("measures throughput, the binding ceiling, latency, CPU and memory of a basic and an approval workload, and writes them", func() {
 		workloads, err := selectWorkloads("SchedulingBasic/500Nodes,ManualApproval/500Nodes", 50)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(workloads).To(HaveLen(2))
@@ -50,6 +51,10 @@ var _ = Describe("The benchmark harness", func() {
 		GinkgoWriter.Println(table.String())
 		Expect(table.String()).To(ContainSubstring("ceiling pods/s"))
 		Expect(table.String()).To(ContainSubstring("ManualApproval/500Nodes"))
+		Expect(table.String()).To(ContainSubstring("CPU-s/1000 pods"))
+		// The operator ran as its own process and logged to the out dir.
+		Expect(filepath.Join(dir, "profile-scheduler")).To(BeAnExistingFile())
+		Expect(filepath.Join(dir, "SchedulingBasic_500Nodes.profile-scheduler.log")).To(BeAnExistingFile())
 
 		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
 		Expect(err).NotTo(HaveOccurred())
@@ -66,6 +71,8 @@ var _ = Describe("The benchmark harness", func() {
 			Expect(res.AttemptLatency.Perc50).To(BeNumerically(">", 0), res.Name)
 			Expect(res.AttemptLatency.Perc99).To(BeNumerically(">=", res.AttemptLatency.Perc50), res.Name)
 			Expect(res.PodSchedulingLatency.Samples).To(Equal(res.Pods), res.Name)
+			expectCost(res.Cost, res.Name)
+			Expect(res.UpstreamCost).To(BeNil(), res.Name)
 		}
 	})
 
@@ -76,18 +83,41 @@ var _ = Describe("The benchmark harness", func() {
 		if _, err := os.Stat(upstream); err != nil {
 			Skip("kube-scheduler is not built (WANT=kube-scheduler hack/build-control-plane.sh)")
 		}
-		workloads, err := selectWorkloads("NodeAffinity/500Nodes", 50)
+		// Enough pods that kube-scheduler's CPU time for them spans
+		// several clock ticks of /proc.
+		workloads, err := selectWorkloads("NodeAffinity/500Nodes", 20)
 		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
 		var table bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		Expect(run(ctx, workloads, Options{
 			QPS: 5000, Burst: 5000, Workers: 8, Timeout: 2 * time.Minute, Progress: GinkgoWriter, Upstream: upstream,
 			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
-		}, "", &table)).To(Succeed())
+		}, dir, &table)).To(Succeed())
 		GinkgoWriter.Println(table.String())
 		// The last two columns: kube-scheduler's pods/s and its ratio to the
 		// ceiling (with 20 pods, the watch may show them bound in a burst).
 		Expect(table.String()).To(MatchRegexp(`NodeAffinity/500Nodes\s.*\s\d+\s+\d+\.\d\d\s*\n`))
+
+		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var report Results
+		Expect(json.Unmarshal(data, &report)).To(Succeed())
+		Expect(report.Workloads).To(HaveLen(1))
+		res := report.Workloads[0]
+		expectCost(res.Cost, "operator")
+		Expect(res.UpstreamCost).NotTo(BeNil())
+		expectCost(*res.UpstreamCost, "kube-scheduler")
 	})
 })
+
+// expectCost checks that every figure of a scheduler's cost was measured.
+func expectCost(c Cost, who string) {
+	GinkgoHelper()
+	Expect(c.CPUSecondsPer1000Pods).To(BeNumerically(">", 0), who)
+	Expect(c.RSSBytes).To(BeNumerically(">", 0), who)
+	Expect(c.PeakRSSBytes).To(BeNumerically(">=", c.RSSBytes), who)
+	Expect(c.HeapInuseBytes).NotTo(BeNil(), who)
+	Expect(*c.HeapInuseBytes).To(BeNumerically(">", 0), who)
+}
