@@ -18,7 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,18 +29,24 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // BuildFunc builds a framework instance for a profile, wired to the
 // scheduling loop's cache, queue and clients (the scheduler's NewFramework).
-type BuildFunc func(ctx context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error)
+// opts carry what a KubeSchedulerProfile has no field for: the profile's
+// extenders.
+type BuildFunc func(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error)
 
 // SchedulingProfileReconciler turns SchedulingProfiles into live instances:
 // it validates and builds each spec, publishes the instance under its
@@ -62,6 +69,19 @@ type SchedulingProfileReconciler struct {
 	served map[string]servedProfile
 	// owners is, per schedulerName, the object whose instance is published.
 	owners map[string]string
+	// failingExtenders is, per object name, the non-ignorable extenders
+	// of a published generation whose calls fail, with the error.
+	failingExtenders map[string]extenderFailures
+
+	// wake reconciles a profile whose extenders became unreachable or
+	// reachable again: the scheduling loop, not the API, saw the change.
+	wake chan event.GenericEvent
+}
+
+type extenderFailures struct {
+	generation int64
+	// errs is the failure, per urlPrefix.
+	errs map[string]string
 }
 
 type servedProfile struct {
@@ -69,6 +89,7 @@ type servedProfile struct {
 	schedulerName string
 	generation    int64
 	plugins       *schedulingv1alpha1.ResolvedPlugins
+	hasExtenders  bool
 }
 
 // NewSchedulingProfileReconciler returns a reconciler that publishes into
@@ -84,6 +105,8 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 		revisionNamespace: defaultRevisionNamespace(),
 		served:            map[string]servedProfile{},
 		owners:            map[string]string{},
+		failingExtenders:  map[string]extenderFailures{},
+		wake:              make(chan event.GenericEvent, wakeBuffer),
 	}
 	for _, o := range opts {
 		o(r)
@@ -98,6 +121,7 @@ func (r *SchedulingProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("schedulingprofile").
 		Watches(&schedulingv1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.withSameSchedulerName)).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
@@ -162,6 +186,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
 		r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, reason, msg)
+		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
 		if !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) || orig.Status.ObservedGeneration != sp.Generation {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Claim", "%s", eventNote(msg))
 		}
@@ -187,6 +212,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps serving schedulerName %s", prev.generation, name)
 			}
 			r.setConditions(sp, metav1.ConditionFalse, reason, msg, activeStatus, activeReason, activeMsg)
+			r.setExtendersCondition(sp, orig, prev, serving)
 			if orig.Status.ObservedGeneration != sp.Generation || !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) {
 				// A user's mistake, not the operator's: info level, and
 				// the event and the condition tell the user why.
@@ -197,7 +223,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			// only a new spec can, and its update triggers a reconcile.
 			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
 		}
-		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins())}
+		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
 		r.publish(sp.Name, prev, fwk)
 		klog.FromContext(ctx).Info("Published framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", sp.Generation)
 		r.recorder.Eventf(sp, nil, corev1.EventTypeNormal, schedulingv1alpha1.ReasonServing, "Publish", "Generation %d serves schedulerName %s", sp.Generation, name)
@@ -216,6 +242,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
+	r.setExtendersCondition(sp, orig, prev, true)
 	if err := r.patchStatus(ctx, orig, sp); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -239,7 +266,11 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 		return nil, schedulingv1alpha1.ReasonSpecTooLarge, fmt.Sprintf(
 			"Generation %d is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", sp.Generation, len(data), MaxSpecBytes)
 	}
-	fwk, err = r.build(ctx, profile)
+	exts, err := r.extenderConfigs(ctx, sp.Spec.Extenders)
+	if err != nil {
+		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
+	}
+	fwk, err = r.build(ctx, profile, runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation)))
 	if err != nil {
 		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
 	}
@@ -262,12 +293,17 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 	if lastName := schedulerNameOf(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
 		return servedProfile{}, false
 	}
-	fwk, err := r.build(ctx, upstreamProfile(name, last))
+	exts, err := r.extenderConfigs(ctx, last.Extenders)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The extenders of the last valid generation cannot be set up", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
+		return servedProfile{}, false
+	}
+	fwk, err := r.build(ctx, upstreamProfile(name, last), runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
 	}
-	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, plugins: resolvedPlugins(fwk.ListPlugins())}
+	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(last.Extenders) > 0}
 	r.publish(sp.Name, served, fwk)
 	klog.FromContext(ctx).Info("Restored the last valid framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", served.generation)
 	return served, true
@@ -334,6 +370,7 @@ func (r *SchedulingProfileReconciler) stopServing(ctx context.Context, objName, 
 	r.mu.Lock()
 	sp, ok := r.served[objName]
 	delete(r.served, objName)
+	delete(r.failingExtenders, objName)
 	owned := ok && r.owners[sp.schedulerName] == objName
 	if owned {
 		delete(r.owners, sp.schedulerName)
@@ -450,7 +487,7 @@ func (r *SchedulingProfileReconciler) recordRevision(ctx context.Context, sp *sc
 				Controller: ptr.To(true),
 			}},
 		},
-		Data:     runtime.RawExtension{Raw: data},
+		Data:     k8sruntime.RawExtension{Raw: data},
 		Revision: sp.Generation,
 	}
 	err = r.client.Create(ctx, rev)
@@ -499,13 +536,8 @@ func (r *SchedulingProfileReconciler) ownRevision(ctx context.Context, sp *sched
 	if ref.Namespace != r.revisionNamespace {
 		return nil, fmt.Errorf("ControllerRevision %s/%s is not in the operator's namespace %s", ref.Namespace, ref.Name, r.revisionNamespace)
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ControllerRevision"))
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-		return nil, err
-	}
 	rev := &appsv1.ControllerRevision{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rev); err != nil {
+	if err := r.getUncached(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), rev); err != nil {
 		return nil, err
 	}
 	if owner := metav1.GetControllerOf(rev); owner == nil || owner.UID != sp.UID {
@@ -575,3 +607,185 @@ func truncate(s string, n int) string {
 }
 
 func eventNote(msg string) string { return truncate(msg, maxEventNote) }
+
+// The TLS material of extenders is read from Secrets in the operator's
+// namespace only.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=system
+
+// defaultCAKey is the key of a CA Secret when caSecretRef names none.
+const defaultCAKey = "ca.crt"
+
+// extenderConfigs turns spec.extenders into upstream's form, with the TLS
+// material read from the Secrets they reference. Upstream's file and
+// inline-data fields are refused: a file path would name the operator's own
+// filesystem, and inline data would publish a key in a cluster-scoped
+// object.
+func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
+	if len(exts) == 0 {
+		return nil, nil
+	}
+	out := make([]configv1.Extender, len(exts))
+	for i := range exts {
+		e := &exts[i]
+		cfg := configv1.Extender{
+			URLPrefix:        e.URLPrefix,
+			FilterVerb:       e.FilterVerb,
+			PreemptVerb:      e.PreemptVerb,
+			PrioritizeVerb:   e.PrioritizeVerb,
+			Weight:           e.Weight,
+			BindVerb:         e.BindVerb,
+			EnableHTTPS:      e.EnableHTTPS,
+			HTTPTimeout:      e.HTTPTimeout,
+			NodeCacheCapable: e.NodeCacheCapable,
+			Ignorable:        e.Ignorable,
+		}
+		for j, m := range e.ManagedResources {
+			if m.IgnoredByScheduler {
+				return nil, fmt.Errorf("extenders[%d].managedResources[%d].ignoredByScheduler: not supported: NodeResourcesFit always checks %s", i, j, m.Name)
+			}
+			cfg.ManagedResources = append(cfg.ManagedResources, configv1.ExtenderManagedResource{Name: m.Name})
+		}
+		if t := e.TLSConfig; t != nil {
+			tls, err := r.extenderTLS(ctx, fmt.Sprintf("extenders[%d].tlsConfig", i), t)
+			if err != nil {
+				return nil, err
+			}
+			cfg.TLSConfig = tls
+		}
+		out[i] = cfg
+	}
+	return out, nil
+}
+
+func (r *SchedulingProfileReconciler) extenderTLS(ctx context.Context, path string, t *schedulingv1alpha1.ExtenderTLSConfig) (*configv1.ExtenderTLSConfig, error) {
+	for _, f := range []struct {
+		name, use string
+		set       bool
+	}{
+		{"certFile", "certSecretRef", t.CertFile != ""},
+		{"keyFile", "certSecretRef", t.KeyFile != ""},
+		{"caFile", "caSecretRef", t.CAFile != ""},
+		{"certData", "certSecretRef", len(t.CertData) != 0},
+		{"keyData", "certSecretRef", len(t.KeyData) != 0},
+		{"caData", "caSecretRef", len(t.CAData) != 0},
+	} {
+		if f.set {
+			return nil, fmt.Errorf("%s.%s: not supported in a SchedulingProfile, which anyone who may read profiles can read and which names no file of the operator's; put the material in a Secret in namespace %s and set %s", path, f.name, r.revisionNamespace, f.use)
+		}
+	}
+	out := &configv1.ExtenderTLSConfig{Insecure: t.Insecure, ServerName: t.ServerName}
+	if ref := t.CertSecretRef; ref != nil {
+		data, err := r.secretData(ctx, ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s.certSecretRef: %w", path, err)
+		}
+		out.CertData, out.KeyData = data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]
+		if len(out.CertData) == 0 || len(out.KeyData) == 0 {
+			return nil, fmt.Errorf("%s.certSecretRef: Secret %s/%s needs both %s and %s", path, r.revisionNamespace, ref.Name, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
+		}
+	}
+	if ref := t.CASecretRef; ref != nil {
+		data, err := r.secretData(ctx, ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s.caSecretRef: %w", path, err)
+		}
+		key := ref.Key
+		if key == "" {
+			key = defaultCAKey
+		}
+		if out.CAData = data[key]; len(out.CAData) == 0 {
+			return nil, fmt.Errorf("%s.caSecretRef: Secret %s/%s has no key %s", path, r.revisionNamespace, ref.Name, key)
+		}
+	}
+	return out, nil
+}
+
+// secretData reads a Secret of the operator's namespace from the API
+// server: the manager's client would otherwise cache, and so list and
+// watch, every Secret it may read.
+func (r *SchedulingProfileReconciler) secretData(ctx context.Context, name string) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	if err := r.getUncached(ctx, client.ObjectKey{Namespace: r.revisionNamespace, Name: name}, corev1.SchemeGroupVersion.WithKind("Secret"), secret); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", r.revisionNamespace, name, err)
+	}
+	return secret.Data, nil
+}
+
+// getUncached reads key into obj, of kind gvk, from the API server. The
+// manager's client serves typed reads from its cache, which would list and
+// watch every object of the kind the operator may read (every
+// ControllerRevision or Secret of its namespace); unstructured reads go
+// to the API server.
+func (r *SchedulingProfileReconciler) getUncached(ctx context.Context, key client.ObjectKey, gvk schema.GroupVersionKind, obj any) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.client.Get(ctx, key, u); err != nil {
+		return err
+	}
+	return k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+// wakeBuffer bounds the extender reachability changes waiting for a
+// reconcile. The observer must not block a scheduling cycle, so a change
+// beyond it is dropped; the next change or resync of the profile reports
+// the state, which failingExtenders always holds.
+const wakeBuffer = 1024
+
+// extenderObserver records, for generation of profile objName, which
+// non-ignorable extenders fail, and has the profile reconciled so that
+// its status and events say so.
+func (r *SchedulingProfileReconciler) extenderObserver(objName string, generation int64) extender.Observer {
+	return func(url string, err error) {
+		r.mu.Lock()
+		f, ok := r.failingExtenders[objName]
+		switch {
+		case ok && f.generation > generation:
+			// An older instance finishing its last cycles.
+			r.mu.Unlock()
+			return
+		case !ok || f.generation < generation:
+			f = extenderFailures{generation: generation, errs: map[string]string{}}
+		}
+		if err != nil {
+			f.errs[url] = err.Error()
+		} else {
+			delete(f.errs, url)
+		}
+		r.failingExtenders[objName] = f
+		r.mu.Unlock()
+		select {
+		case r.wake <- event.GenericEvent{Object: &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: objName}}}:
+		default:
+		}
+	}
+}
+
+// setExtendersCondition reports whether the non-ignorable extenders of the
+// serving generation can be reached, on profiles whose serving generation
+// has extenders, with a Warning event when one becomes unreachable.
+func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *schedulingv1alpha1.SchedulingProfile, served servedProfile, serving bool) {
+	if !serving || !served.hasExtenders {
+		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
+		return
+	}
+	r.mu.Lock()
+	var failing []string
+	if f, ok := r.failingExtenders[sp.Name]; ok && f.generation == served.generation {
+		for _, url := range sets.List(sets.KeySet(f.errs)) {
+			failing = append(failing, fmt.Sprintf("%s: %s", url, f.errs[url]))
+		}
+	}
+	r.mu.Unlock()
+	cond := metav1.Condition{
+		Type: schedulingv1alpha1.ProfileExtendersReachable, Status: metav1.ConditionTrue, ObservedGeneration: sp.Generation,
+		Reason: schedulingv1alpha1.ReasonExtendersReachable, Message: fmt.Sprintf("No call to a non-ignorable extender of generation %d is failing", served.generation),
+	}
+	if len(failing) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, schedulingv1alpha1.ReasonExtenderUnreachable
+		cond.Message = truncate(fmt.Sprintf("Calls to extenders of generation %d fail; pods they see cannot be scheduled: %s", served.generation, strings.Join(failing, "; ")), maxConditionMessage)
+		if old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type); old == nil || old.Status != metav1.ConditionFalse || old.Message != cond.Message {
+			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, cond.Reason, "CallExtender", "%s", eventNote(cond.Message))
+		}
+	}
+	meta.SetStatusCondition(&sp.Status.Conditions, cond)
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
+	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // builtFramework is what the fake BuildFunc returns: it remembers the
@@ -104,7 +105,7 @@ func (f *profileFixture) restart() {
 	f.r = NewSchedulingProfileReconciler(f.client, f.set, f.build, f.recorder, f.reserved, WithRevisionNamespace(revisionNS))
 }
 
-func (f *profileFixture) build(_ context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error) {
+func (f *profileFixture) build(_ context.Context, profile *configv1.KubeSchedulerProfile, _ ...fwkruntime.Option) (framework.Framework, error) {
 	if profile.Plugins != nil {
 		for _, p := range profile.Plugins.MultiPoint.Enabled {
 			if p.Name == unknownPlugin {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -282,7 +283,19 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 	if err != nil {
 		return nil, diagnosis, err
 	}
-	return feasible, diagnosis, nil
+	passed, err := extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
+	if err != nil {
+		return nil, diagnosis, err
+	}
+	if len(passed) != len(feasible) {
+		// Extenders register no events, so upstream names them with a
+		// pseudo plugin that any cluster event requeues.
+		if diagnosis.UnschedulablePlugins == nil {
+			diagnosis.UnschedulablePlugins = sets.New[string]()
+		}
+		diagnosis.UnschedulablePlugins.Insert(extender.Name)
+	}
+	return passed, diagnosis, nil
 }
 
 func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
@@ -291,13 +304,18 @@ func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Fra
 		return nil, err
 	}
 	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, diagnosis, []*framework.NodeInfo{ni}, 0, 1)
-	return feasible, err
+	if err != nil {
+		return nil, err
+	}
+	return extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
 }
 
-// prioritizeAndSelect scores the feasible nodes and picks the highest total;
-// ties are broken uniformly at random by reservoir sampling, as upstream.
+// prioritizeAndSelect scores the feasible nodes with the Score plugins and
+// the extenders, and picks the highest total; ties are broken uniformly at
+// random by reservoir sampling, as upstream.
 func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) (string, error) {
-	if !fwk.HasScorePlugins() {
+	exts := runtime.Extenders(fwk)
+	if len(exts) == 0 && !fwk.HasScorePlugins() {
 		// Every node scores the same.
 		return feasible[rand.IntN(len(feasible))].Node().Name, nil
 	}
@@ -312,6 +330,9 @@ func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Frame
 		for _, ns := range scores {
 			klogV.Info("Plugin scored node for pod", "node", ns.Name, "score", ns.TotalScore, "plugins", ns.Scores)
 		}
+	}
+	if len(exts) != 0 {
+		extender.AddScores(ctx, exts, pod, feasible, scores)
 	}
 	return selectHost(scores)
 }
@@ -393,9 +414,16 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	return nil
 }
 
-// bind runs the Bind plugins and tells the cache the binding call returned.
+// bind lets a binding extender interested in the pod bind it, else runs
+// the Bind plugins (upstream's precedence), and tells the cache the
+// binding call returned.
 func (s *Scheduler) bind(ctx context.Context, fwk framework.Framework, state *framework.CycleState, assumed *v1.Pod, host string) *framework.Status {
-	st := fwk.RunBindPlugins(ctx, state, assumed, host)
+	var st *framework.Status
+	if bound, err := extender.Bind(ctx, runtime.Extenders(fwk), assumed, host); bound {
+		st = framework.AsStatus(err)
+	} else {
+		st = fwk.RunBindPlugins(ctx, state, assumed, host)
+	}
 	if err := s.cache.FinishBinding(klog.FromContext(ctx), assumed); err != nil {
 		klog.FromContext(ctx).Error(err, "Finishing the binding in the scheduler cache")
 	}

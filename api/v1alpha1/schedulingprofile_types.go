@@ -37,6 +37,13 @@ type SchedulingProfileSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
+
+	// Extenders are HTTP scheduler extenders called after the plugins of
+	// this profile, as upstream's KubeSchedulerConfiguration extenders are
+	// (there for every profile, here per profile).
+	// +optional
+	// +listType=atomic
+	Extenders []Extender `json:"extenders,omitempty"`
 }
 
 // Plugins lists the plugins to enable or disable at each extension point, as

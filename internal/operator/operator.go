@@ -115,8 +115,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
-	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile) (framework.Framework, error) {
-		return sched.NewFramework(ctx, profile, runtime.WithWaitingPodObserver(mirror))
+	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
+		return sched.NewFramework(ctx, profile, append(opts, runtime.WithWaitingPodObserver(mirror))...)
 	}
 	var profileOpts []controllers.ProfileOption
 	if o.Namespace != "" {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
@@ -40,6 +41,8 @@ type frameworkOptions struct {
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
 	metrics                        *metrics.Metrics
+	extenders                      []configv1.Extender
+	extenderObserver               extender.Observer
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -156,6 +159,9 @@ type frameworkImpl struct {
 
 	waitingPods *waitingPodsMap
 
+	// extenders are the profile's HTTP extenders, in the profile's order.
+	extenders []*extender.Extender
+
 	// nodeScores recycles RunScorePlugins' score buffer (nodes × score
 	// plugins, the largest allocation of a cycle) from one cycle to the next.
 	nodeScores sync.Pool
@@ -214,6 +220,17 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if p := profile.PercentageOfNodesToScore; p != nil && (*p < 0 || *p > 100) {
 		return nil, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)}
 	}
+	exts, err := extender.New(o.extenders, o.extenderObserver)
+	if err != nil {
+		return nil, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()}
+	}
+	f.extenders = exts
+	if len(exts) > 0 {
+		// Extenders register no events: a pod some extender rejected
+		// nodes for (its UnschedulablePlugins has extender.Name) is
+		// requeued by any cluster event, as upstream.
+		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
+	}
 
 	// Upstream's pod-group points are accepted in the profile type so any
 	// upstream profile can be pasted, but pods are scheduled one at a time
@@ -267,6 +284,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	defer func() {
 		if !ok {
 			_ = f.closePlugins()
+			f.closeExtenders()
 			cancel()
 		}
 	}()
@@ -448,6 +466,7 @@ func (f *frameworkImpl) Close() error {
 			wp.Reject("", "scheduling profile instance was retired")
 		})
 		err = f.closePlugins()
+		f.closeExtenders()
 		f.cancel()
 	})
 	return err

@@ -16,8 +16,11 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // Name is the plugin's name in profiles and the registry.
@@ -278,6 +281,11 @@ func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 			framework.NewStatus(framework.Unschedulable, fitErr.Error())
 	}
 
+	candidates, err = pl.callExtenders(ctx, pod, candidates)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+
 	best := selectCandidate(logger, candidates)
 	if best == nil || best.name == "" {
 		return nil, framework.NewStatus(framework.Unschedulable, "no candidate node for preemption")
@@ -287,4 +295,27 @@ func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 	pl.actuateAsync(best, pod)
 	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: best.name, NominatingMode: framework.ModeOverride}},
 		framework.NewStatus(framework.Success)
+}
+
+// callExtenders lets the profile's extenders that handle preemption narrow
+// the candidates and change their victims, as upstream's Evaluator does
+// before it picks the best candidate.
+func (pl *defaultPreemption) callExtenders(ctx context.Context, pod *v1.Pod, candidates []*candidate) ([]*candidate, error) {
+	exts := fwkruntime.Extenders(pl.fh)
+	if len(exts) == 0 {
+		return candidates, nil
+	}
+	victims := make(map[string]*extenderv1.Victims, len(candidates))
+	for _, c := range candidates {
+		victims[c.name] = &extenderv1.Victims{Pods: c.victims, NumPDBViolations: c.numPDBViolations}
+	}
+	victims, err := extender.ProcessPreemption(ctx, exts, pod, victims, pl.fh.SnapshotSharedLister().NodeInfos())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*candidate, 0, len(victims))
+	for name, v := range victims {
+		out = append(out, &candidate{name: name, victims: v.Pods, numPDBViolations: v.NumPDBViolations})
+	}
+	return out, nil
 }

@@ -128,6 +128,8 @@ type envConfig struct {
 	args *configv1.DefaultPreemptionArgs
 	// parallelism 1 makes the dry run visit nodes in order.
 	parallelism int
+	// extenders are the profile's HTTP extenders.
+	extenders []configv1.Extender
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -201,7 +203,8 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		runtime.WithEventRecorder(e.recorder),
 		runtime.WithPodNominator(e.nominator),
 		runtime.WithPodActivator(e.activator),
-		runtime.WithParallelism(cfg.parallelism))
+		runtime.WithParallelism(cfg.parallelism),
+		runtime.WithExtenders(cfg.extenders))
 	tb.Cleanup(e.pl.inFlight.Wait)
 	return e
 }

@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+)
+
+func TestExtenderConfigs(t *testing.T) {
+	tlsSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "client"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")},
+	}
+	caSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca"},
+		Data:       map[string][]byte{"ca.crt": []byte("ca"), "other.pem": []byte("other")},
+	}
+	elsewhere := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"},
+		Data:       map[string][]byte{"ca.crt": []byte("not this one")},
+	}
+	f := newProfileFixture(t, nil, tlsSecret, caSecret, elsewhere)
+	base := schedulingv1alpha1.Extender{
+		URLPrefix: "https://gpu.example:8443/scheduler", FilterVerb: "filter", PrioritizeVerb: "prioritize", Weight: 5,
+		BindVerb: "bind", PreemptVerb: "preempt", EnableHTTPS: true, HTTPTimeout: metav1.Duration{Duration: 2 * time.Second},
+		NodeCacheCapable: true, Ignorable: true,
+		ManagedResources: []schedulingv1alpha1.ExtenderManagedResource{{Name: "example.com/gpu"}},
+	}
+	withTLS := func(tls schedulingv1alpha1.ExtenderTLSConfig) schedulingv1alpha1.Extender {
+		e := base
+		e.TLSConfig = &tls
+		return e
+	}
+	upstream := configv1.Extender{
+		URLPrefix: "https://gpu.example:8443/scheduler", FilterVerb: "filter", PrioritizeVerb: "prioritize", Weight: 5,
+		BindVerb: "bind", PreemptVerb: "preempt", EnableHTTPS: true, HTTPTimeout: metav1.Duration{Duration: 2 * time.Second},
+		NodeCacheCapable: true, Ignorable: true,
+		ManagedResources: []configv1.ExtenderManagedResource{{Name: "example.com/gpu"}},
+	}
+	upstreamTLS := func(tls configv1.ExtenderTLSConfig) configv1.Extender {
+		e := upstream
+		e.TLSConfig = &tls
+		return e
+	}
+	for _, tt := range []struct {
+		name    string
+		in      schedulingv1alpha1.Extender
+		want    configv1.Extender
+		wantErr string
+	}{
+		{name: "every upstream field", in: base, want: upstream},
+		{
+			name: "TLS from Secrets of the operator's namespace",
+			in: withTLS(schedulingv1alpha1.ExtenderTLSConfig{ServerName: "gpu.example",
+				CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "client"},
+				CASecretRef:   &schedulingv1alpha1.SecretKeyReference{Name: "ca"}}),
+			want: upstreamTLS(configv1.ExtenderTLSConfig{ServerName: "gpu.example", CertData: []byte("cert"), KeyData: []byte("key"), CAData: []byte("ca")}),
+		},
+		{
+			name: "a CA under another key",
+			in:   withTLS(schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "ca", Key: "other.pem"}}),
+			want: upstreamTLS(configv1.ExtenderTLSConfig{CAData: []byte("other")}),
+		},
+		{
+			name: "insecure",
+			in:   withTLS(schedulingv1alpha1.ExtenderTLSConfig{Insecure: true}),
+			want: upstreamTLS(configv1.ExtenderTLSConfig{Insecure: true}),
+		},
+		{
+			name:    "inline key data is refused",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{KeyData: []byte("key")}),
+			wantErr: "extenders[0].tlsConfig.keyData: not supported in a SchedulingProfile, which anyone who may read profiles can read and which names no file of the operator's; put the material in a Secret in namespace profile-scheduler-system and set certSecretRef",
+		},
+		{
+			name:    "file paths are refused",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CAFile: "/etc/ca.crt"}),
+			wantErr: "extenders[0].tlsConfig.caFile: not supported",
+		},
+		{
+			name:    "a missing Secret",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "absent"}}),
+			wantErr: "extenders[0].tlsConfig.certSecretRef: reading Secret profile-scheduler-system/absent: ",
+		},
+		{
+			name:    "a CA Secret without the key",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "client"}}),
+			wantErr: "extenders[0].tlsConfig.caSecretRef: Secret profile-scheduler-system/client has no key ca.crt",
+		},
+		{
+			name: "ignoredByScheduler is refused",
+			in: func() schedulingv1alpha1.Extender {
+				e := base
+				e.ManagedResources = []schedulingv1alpha1.ExtenderManagedResource{{Name: "example.com/gpu", IgnoredByScheduler: true}}
+				return e
+			}(),
+			wantErr: "extenders[0].managedResources[0].ignoredByScheduler: not supported: NodeResourcesFit always checks example.com/gpu",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.r.extenderConfigs(context.Background(), []schedulingv1alpha1.Extender{tt.in})
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to start with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]configv1.Extender{tt.want}, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRefusedExtenderTLSIsReportedInStatus(t *testing.T) {
+	sp := newProfile("p", "", 0, 10)
+	sp.Spec.Extenders = []schedulingv1alpha1.Extender{{URLPrefix: "https://e", FilterVerb: "filter",
+		TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{CertFile: "/etc/cert.pem"}}}
+	f := newProfileFixture(t, nil, sp)
+	f.reconcile(t, "p")
+	cond := meta.FindStatusCondition(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileAccepted)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != schedulingv1alpha1.ReasonInvalidSpec ||
+		!strings.HasPrefix(cond.Message, "Generation 1 cannot be built: extenders[0].tlsConfig.certFile: not supported") {
+		t.Errorf("Accepted = %+v", cond)
+	}
+	if len(f.built) != 0 {
+		t.Errorf("%d instances built from a refused spec", len(f.built))
+	}
+}
+
+func TestUnreachableExtenderIsReportedInStatus(t *testing.T) {
+	sp := newProfile("p", "", 0, 10)
+	sp.Spec.Extenders = []schedulingv1alpha1.Extender{{URLPrefix: "http://gpu.example", FilterVerb: "filter"}}
+	f := newProfileFixture(t, nil, sp)
+	f.reconcile(t, "p")
+	reachable := func() *metav1.Condition {
+		t.Helper()
+		return meta.FindStatusCondition(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
+	}
+	if c := reachable(); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("ExtendersReachable = %+v, want True", c)
+	}
+	drain := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-f.recorder.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	drain()
+
+	observe := f.r.extenderObserver("p", 1)
+	observe("http://gpu.example", errors.New(`Post "http://gpu.example/filter": dial tcp: connection refused`))
+	select {
+	case ev := <-f.r.wake:
+		if ev.Object.GetName() != "p" {
+			t.Fatalf("woke %q", ev.Object.GetName())
+		}
+	default:
+		t.Fatal("the profile was not queued for a reconcile")
+	}
+	f.reconcile(t, "p")
+	want := `Calls to extenders of generation 1 fail; pods they see cannot be scheduled: http://gpu.example: Post "http://gpu.example/filter": dial tcp: connection refused`
+	if c := reachable(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1alpha1.ReasonExtenderUnreachable || c.Message != want {
+		t.Fatalf("ExtendersReachable = %+v", c)
+	}
+	if evs := drain(); len(evs) != 1 || evs[0] != "Warning ExtenderUnreachable "+want {
+		t.Errorf("events %q", evs)
+	}
+	// Accepted and Active are untouched: the spec is valid and serves.
+	if !meta.IsStatusConditionTrue(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileActive) {
+		t.Error("Active is not True")
+	}
+
+	// An older generation's instance finishing its cycles does not count.
+	f.r.extenderObserver("p", 0)("http://gpu.example", nil)
+	f.reconcile(t, "p")
+	if c := reachable(); c.Status != metav1.ConditionFalse {
+		t.Errorf("a stale generation's success cleared the failure")
+	}
+
+	observe("http://gpu.example", nil)
+	f.reconcile(t, "p")
+	if c := reachable(); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("ExtendersReachable = %+v, want True again", c)
+	}
+}

@@ -1,0 +1,377 @@
+package extender
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/sets"
+	restclient "k8s.io/client-go/rest"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// DefaultTimeout bounds a call to an extender whose httpTimeout is unset,
+// as upstream's DefaultExtenderTimeout.
+const DefaultTimeout = 5 * time.Second
+
+// Extender is one HTTP extender of a profile. Its methods are safe for
+// concurrent use: the configuration is read-only after New.
+type Extender struct {
+	url              string
+	preemptVerb      string
+	filterVerb       string
+	prioritizeVerb   string
+	bindVerb         string
+	weight           int64
+	client           *http.Client
+	nodeCacheCapable bool
+	managedResources sets.Set[string]
+	ignorable        bool
+
+	// observer, when set, is told when calls to a non-ignorable extender
+	// start or stop failing. mu serializes the transitions so the observer
+	// sees them in the order they happened.
+	observer Observer
+	mu       sync.Mutex
+	failing  bool
+}
+
+// Observer is told that calls to the extender named by urlPrefix started
+// failing (err is the first failure) or succeed again (err is nil). It is
+// called on the calling goroutine, under a lock: it must not block.
+type Observer func(urlPrefix string, err error)
+
+// newExtender builds the client of one extender. cfg's TLS data fields
+// hold the material the caller resolved (from Secrets); file fields are
+// honoured as upstream does, for callers that have files.
+func newExtender(cfg *configv1.Extender, observer Observer) (*Extender, error) {
+	timeout := cfg.HTTPTimeout.Duration
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	transport, err := makeTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	managed := sets.New[string]()
+	for _, r := range cfg.ManagedResources {
+		managed.Insert(r.Name)
+	}
+	return &Extender{
+		url:              cfg.URLPrefix,
+		preemptVerb:      cfg.PreemptVerb,
+		filterVerb:       cfg.FilterVerb,
+		prioritizeVerb:   cfg.PrioritizeVerb,
+		bindVerb:         cfg.BindVerb,
+		weight:           cfg.Weight,
+		client:           &http.Client{Transport: transport, Timeout: timeout},
+		nodeCacheCapable: cfg.NodeCacheCapable,
+		managedResources: managed,
+		ignorable:        cfg.Ignorable,
+		observer:         observer,
+	}, nil
+}
+
+// makeTransport is upstream's: HTTPS without a CA means the extender's
+// certificate is not verified.
+func makeTransport(cfg *configv1.Extender) (http.RoundTripper, error) {
+	var rc restclient.Config
+	if t := cfg.TLSConfig; t != nil {
+		rc.TLSClientConfig = restclient.TLSClientConfig{
+			Insecure:   t.Insecure,
+			ServerName: t.ServerName,
+			CertFile:   t.CertFile,
+			KeyFile:    t.KeyFile,
+			CAFile:     t.CAFile,
+			CertData:   t.CertData,
+			KeyData:    t.KeyData,
+			CAData:     t.CAData,
+		}
+	}
+	if cfg.EnableHTTPS && len(rc.CAFile) == 0 && len(rc.CAData) == 0 {
+		rc.Insecure = true
+	}
+	tlsConfig, err := restclient.TLSConfigFor(&rc)
+	if err != nil {
+		return nil, err
+	}
+	return utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: tlsConfig}), nil
+}
+
+// Name is the extender's urlPrefix, as upstream.
+func (h *Extender) Name() string { return h.url }
+
+// String makes log lines name the extender rather than dump it.
+func (h *Extender) String() string { return h.url }
+
+// IsIgnorable reports whether a failure of this extender is skipped.
+func (h *Extender) IsIgnorable() bool { return h.ignorable }
+
+// IsFilter reports whether the extender has a filter verb.
+func (h *Extender) IsFilter() bool { return h.filterVerb != "" }
+
+// IsPrioritizer reports whether the extender has a prioritize verb.
+func (h *Extender) IsPrioritizer() bool { return h.prioritizeVerb != "" }
+
+// IsBinder reports whether the extender has a bind verb.
+func (h *Extender) IsBinder() bool { return h.bindVerb != "" }
+
+// SupportsPreemption reports whether the extender has a preempt verb.
+func (h *Extender) SupportsPreemption() bool { return h.preemptVerb != "" }
+
+// IsInterested reports whether the extender sees pod: it manages no
+// resources, or pod's containers or init containers request or limit one
+// it manages.
+func (h *Extender) IsInterested(pod *v1.Pod) bool {
+	if h.managedResources.Len() == 0 {
+		return true
+	}
+	return h.hasManagedResources(pod.Spec.Containers) || h.hasManagedResources(pod.Spec.InitContainers)
+}
+
+func (h *Extender) hasManagedResources(containers []v1.Container) bool {
+	for i := range containers {
+		c := &containers[i]
+		for name := range c.Resources.Requests {
+			if h.managedResources.Has(string(name)) {
+				return true
+			}
+		}
+		for name := range c.Resources.Limits {
+			if h.managedResources.Has(string(name)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Filter asks the extender which of nodes fit pod. The nodes it keeps must
+// be among those sent. It also returns the nodes it refused, with reasons:
+// failed (Unschedulable) and failedAndUnresolvable.
+func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.NodeInfo) (feasible []*framework.NodeInfo, failed, failedAndUnresolvable extenderv1.FailedNodesMap, err error) {
+	if !h.IsFilter() {
+		return nodes, extenderv1.FailedNodesMap{}, extenderv1.FailedNodesMap{}, nil
+	}
+	byName := make(map[string]*framework.NodeInfo, len(nodes))
+	for _, n := range nodes {
+		byName[n.Node().Name] = n
+	}
+	var result extenderv1.ExtenderFilterResult
+	if err := h.send(ctx, h.filterVerb, h.args(pod, nodes), &result); err != nil {
+		return nil, nil, nil, err
+	}
+	if result.Error != "" {
+		return nil, nil, nil, errors.New(result.Error)
+	}
+	var names []string
+	switch {
+	case h.nodeCacheCapable && result.NodeNames != nil:
+		names = *result.NodeNames
+	case result.Nodes != nil:
+		names = make([]string, len(result.Nodes.Items))
+		for i := range result.Nodes.Items {
+			names[i] = result.Nodes.Items[i].Name
+		}
+	}
+	// The scheduler's own NodeInfos are kept, not rebuilt from what the
+	// extender echoes back, so that scoring still sees each node's pods.
+	feasible = make([]*framework.NodeInfo, len(names))
+	for i, name := range names {
+		n, ok := byName[name]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("extender %q claims a filtered node %q which is not found in the input node list", h.url, name)
+		}
+		feasible[i] = n
+	}
+	return feasible, result.FailedNodes, result.FailedAndUnresolvableNodes, nil
+}
+
+// Prioritize asks the extender to score nodes for pod (0 to
+// extenderv1.MaxExtenderPriority) and returns the scores with the
+// extender's weight. An extender without a prioritize verb scores 0.
+func (h *Extender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*framework.NodeInfo) (extenderv1.HostPriorityList, int64, error) {
+	if !h.IsPrioritizer() {
+		result := make(extenderv1.HostPriorityList, 0, len(nodes))
+		for _, n := range nodes {
+			result = append(result, extenderv1.HostPriority{Host: n.Node().Name})
+		}
+		return result, 0, nil
+	}
+	var result extenderv1.HostPriorityList
+	if err := h.send(ctx, h.prioritizeVerb, h.args(pod, nodes), &result); err != nil {
+		return nil, 0, err
+	}
+	return result, h.weight, nil
+}
+
+// Bind asks the extender to bind pod to node; the extender writes the
+// binding to the API server.
+func (h *Extender) Bind(ctx context.Context, pod *v1.Pod, node string) error {
+	if !h.IsBinder() {
+		return errors.New("unexpected empty bindVerb in extender")
+	}
+	req := &extenderv1.ExtenderBindingArgs{
+		PodName:      pod.Name,
+		PodNamespace: pod.Namespace,
+		PodUID:       pod.UID,
+		Node:         node,
+	}
+	var result extenderv1.ExtenderBindingResult
+	if err := h.send(ctx, h.bindVerb, req, &result); err != nil {
+		return err
+	}
+	if result.Error != "" {
+		return errors.New(result.Error)
+	}
+	return nil
+}
+
+// args is the request body of filter and prioritize: full nodes, or only
+// their names for an extender that caches nodes itself.
+func (h *Extender) args(pod *v1.Pod, nodes []*framework.NodeInfo) *extenderv1.ExtenderArgs {
+	args := &extenderv1.ExtenderArgs{Pod: pod}
+	if h.nodeCacheCapable {
+		names := make([]string, 0, len(nodes))
+		for _, n := range nodes {
+			names = append(names, n.Node().Name)
+		}
+		args.NodeNames = &names
+		return args
+	}
+	list := &v1.NodeList{Items: make([]v1.Node, 0, len(nodes))}
+	for _, n := range nodes {
+		list.Items = append(list.Items, *n.Node())
+	}
+	args.Nodes = list
+	return args
+}
+
+// send POSTs args as JSON to urlPrefix/action and decodes the reply into
+// result. The client's timeout bounds the whole call, body included.
+func (h *Extender) send(ctx context.Context, action string, args, result any) error {
+	err := h.post(ctx, action, args, result)
+	if ctx.Err() == nil {
+		// A call the scheduler gave up on says nothing of the extender.
+		h.report(err)
+	}
+	return err
+}
+
+func (h *Extender) report(err error) {
+	if h.observer == nil || h.ignorable {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if failing := err != nil; failing != h.failing {
+		h.failing = failing
+		h.observer(h.url, err)
+	}
+}
+
+func (h *Extender) post(ctx context.Context, action string, args, result any) error {
+	out, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	url := strings.TrimRight(h.url, "/") + "/" + action
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(out))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Drain so the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("failed %v with extender at URL %v, code %v", action, url, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(result)
+}
+
+// Close releases the extender's idle connections.
+func (h *Extender) Close() {
+	h.client.CloseIdleConnections()
+}
+
+// ProcessPreemption sends the preemption candidates (victims per node) to
+// the extender, which returns those it accepts, possibly with other
+// victims. A nodeCacheCapable extender gets and returns pod UIDs only; the
+// reply is always turned back into pods of the scheduler's snapshot.
+func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims map[string]*extenderv1.Victims, nodeInfos framework.NodeInfoLister) (map[string]*extenderv1.Victims, error) {
+	if !h.SupportsPreemption() {
+		return nil, fmt.Errorf("preempt verb is not defined for extender %v but run into ProcessPreemption", h.url)
+	}
+	args := &extenderv1.ExtenderPreemptionArgs{Pod: pod}
+	if h.nodeCacheCapable {
+		args.NodeNameToMetaVictims = toMetaVictims(victims)
+	} else {
+		args.NodeNameToVictims = victims
+	}
+	var result extenderv1.ExtenderPreemptionResult
+	if err := h.send(ctx, h.preemptVerb, args, &result); err != nil {
+		return nil, err
+	}
+	return h.toVictims(result.NodeNameToMetaVictims, nodeInfos)
+}
+
+// toVictims resolves the extender's pod UIDs to the pods on each node.
+func (h *Extender) toVictims(meta map[string]*extenderv1.MetaVictims, nodeInfos framework.NodeInfoLister) (map[string]*extenderv1.Victims, error) {
+	out := map[string]*extenderv1.Victims{}
+	for nodeName, mv := range meta {
+		ni, err := nodeInfos.Get(nodeName)
+		if err != nil {
+			return nil, err
+		}
+		v := &extenderv1.Victims{Pods: []*v1.Pod{}, NumPDBViolations: mv.NumPDBViolations}
+		for _, mp := range mv.Pods {
+			p := podByUID(ni, mp.UID)
+			if p == nil {
+				return nil, fmt.Errorf("extender: %v claims to preempt pod (UID: %v) on node: %v, but the pod is not found on that node", h.url, mp, nodeName)
+			}
+			v.Pods = append(v.Pods, p)
+		}
+		out[nodeName] = v
+	}
+	return out, nil
+}
+
+func podByUID(ni *framework.NodeInfo, uid string) *v1.Pod {
+	for _, pi := range ni.Pods {
+		if string(pi.Pod.UID) == uid {
+			return pi.Pod
+		}
+	}
+	return nil
+}
+
+func toMetaVictims(victims map[string]*extenderv1.Victims) map[string]*extenderv1.MetaVictims {
+	out := make(map[string]*extenderv1.MetaVictims, len(victims))
+	for node, v := range victims {
+		mv := &extenderv1.MetaVictims{Pods: make([]*extenderv1.MetaPod, 0, len(v.Pods)), NumPDBViolations: v.NumPDBViolations}
+		for _, p := range v.Pods {
+			mv.Pods = append(mv.Pods, &extenderv1.MetaPod{UID: string(p.UID)})
+		}
+		out[node] = mv
+	}
+	return out
+}

@@ -1,0 +1,40 @@
+package runtime
+
+import (
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+)
+
+// WithExtenders gives the instance HTTP extenders, called after its plugins
+// as upstream calls a scheduler's extenders. NewFramework validates them as
+// upstream does and refuses the profile (a *ConfigError) if they are
+// invalid. TLS material must be in the data fields; the caller resolves it.
+// Each instance has its own clients, so a profile change that changes its
+// extenders takes effect with the new instance.
+func WithExtenders(cfgs []configv1.Extender) Option {
+	return func(o *frameworkOptions) { o.extenders = cfgs }
+}
+
+// WithExtenderObserver sets who is told when calls to a non-ignorable
+// extender of the instance start or stop failing.
+func WithExtenderObserver(obs extender.Observer) Option {
+	return func(o *frameworkOptions) { o.extenderObserver = obs }
+}
+
+// Extenders returns the HTTP extenders of an instance built by NewFramework
+// (also when reached as the Handle plugins get), in the profile's order;
+// nil for other implementations.
+func Extenders(h framework.Handle) []*extender.Extender {
+	if f, ok := h.(*frameworkImpl); ok {
+		return f.extenders
+	}
+	return nil
+}
+
+func (f *frameworkImpl) closeExtenders() {
+	for _, e := range f.extenders {
+		e.Close()
+	}
+}

@@ -1,0 +1,61 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
+)
+
+func TestWithExtenders(t *testing.T) {
+	cfgs := []configv1.Extender{
+		{URLPrefix: "http://127.0.0.1:1/a", FilterVerb: "filter"},
+		{URLPrefix: "http://127.0.0.1:1/b", PrioritizeVerb: "prioritize", Weight: 2},
+	}
+	fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders(cfgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fw.Close() }()
+	exts := Extenders(fw)
+	if len(exts) != 2 || exts[0].Name() != cfgs[0].URLPrefix || exts[1].Name() != cfgs[1].URLPrefix {
+		t.Fatalf("Extenders = %v, want the profile's, in order", exts)
+	}
+	// Extenders register no events: the pseudo plugin they reject under
+	// is requeued by every event, as upstream.
+	found := false
+	for _, e := range fw.EnqueueExtensions() {
+		if e.Name() == extender.Name {
+			events, _ := e.EventsToRegister(t.Context())
+			found = len(events) > 0
+		}
+	}
+	if !found {
+		t.Errorf("no enqueue extension for %q", extender.Name)
+	}
+
+	plain, err := newTestFramework(t.Context(), baseRegistry(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = plain.Close() }()
+	if len(Extenders(plain)) != 0 {
+		t.Errorf("an instance without extenders has %v", Extenders(plain))
+	}
+}
+
+func TestWithInvalidExtenders(t *testing.T) {
+	_, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders([]configv1.Extender{
+		{URLPrefix: "http://e", BindVerb: "bind"}, {URLPrefix: "http://f", BindVerb: "bind"},
+	}))
+	var cfgErr *ConfigError
+	if !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "only one extender can implement bind") {
+		t.Fatalf("err = %v, want a ConfigError with upstream's reason", err)
+	}
+	if want := `Extenders: extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind`; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}

@@ -1,0 +1,349 @@
+package scheduling_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// extenderServer is an HTTP extender on loopback speaking upstream's wire
+// protocol. filter keeps the nodes in keep; prioritize gives favourite
+// the top score; bind writes the binding to the API server, as a real
+// binding extender must.
+type extenderServer struct {
+	*httptest.Server
+	mu        sync.Mutex
+	keep      sets.Set[string]
+	favourite string
+	bound     map[types.UID]string
+}
+
+func newExtenderServer(keep ...string) *extenderServer {
+	e := &extenderServer{keep: sets.New(keep...), bound: map[types.UID]string{}}
+	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
+	DeferCleanup(e.Close)
+	return e
+}
+
+func (e *extenderServer) set(keep []string, favourite string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keep, e.favourite = sets.New(keep...), favourite
+}
+
+func (e *extenderServer) boundTo(uid types.UID) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.bound[uid]
+}
+
+func (e *extenderServer) serve(w http.ResponseWriter, r *http.Request) {
+	defer GinkgoRecover()
+	e.mu.Lock()
+	keep, favourite := e.keep, e.favourite
+	e.mu.Unlock()
+	var reply any
+	switch strings.TrimPrefix(r.URL.Path, "/") {
+	case "filter":
+		var args extenderv1.ExtenderArgs
+		Expect(json.NewDecoder(r.Body).Decode(&args)).To(Succeed())
+		res := extenderv1.ExtenderFilterResult{Nodes: &v1.NodeList{}, FailedNodes: extenderv1.FailedNodesMap{}}
+		for _, n := range args.Nodes.Items {
+			if keep.Has(n.Name) {
+				res.Nodes.Items = append(res.Nodes.Items, n)
+			} else {
+				res.FailedNodes[n.Name] = "node(s) refused by the test extender"
+			}
+		}
+		reply = res
+	case "prioritize":
+		var args extenderv1.ExtenderArgs
+		Expect(json.NewDecoder(r.Body).Decode(&args)).To(Succeed())
+		Expect(args.NodeNames).NotTo(BeNil(), "a nodeCacheCapable extender gets names only")
+		Expect(args.Nodes).To(BeNil())
+		var list extenderv1.HostPriorityList
+		for _, n := range *args.NodeNames {
+			hp := extenderv1.HostPriority{Host: n}
+			if n == favourite {
+				hp.Score = extenderv1.MaxExtenderPriority
+			}
+			list = append(list, hp)
+		}
+		reply = list
+	case "bind":
+		var args extenderv1.ExtenderBindingArgs
+		Expect(json.NewDecoder(r.Body).Decode(&args)).To(Succeed())
+		err := cs.CoreV1().Pods(args.PodNamespace).Bind(r.Context(), &v1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID},
+			Target:     v1.ObjectReference{Kind: "Node", Name: args.Node},
+		}, metav1.CreateOptions{})
+		res := extenderv1.ExtenderBindingResult{}
+		if err != nil {
+			res.Error = err.Error()
+		} else {
+			e.mu.Lock()
+			e.bound[args.PodUID] = args.Node
+			e.mu.Unlock()
+		}
+		reply = res
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	Expect(json.NewEncoder(w).Encode(reply)).To(Succeed())
+}
+
+var _ = Describe("Extenders", func() {
+	var ns string
+
+	BeforeEach(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		DeferCleanup(func(ctx SpecContext) { cleanUp(ctx, ns) })
+		for _, n := range []string{"ext-a", "ext-b", "ext-c"} {
+			newNode(ctx, n, "4")
+		}
+	})
+
+	publishWithExtenders := func(ctx SpecContext, name string, exts ...configv1.Extender) {
+		p := profile(name)
+		fwk, err := sched.NewFramework(ctx, p, runtime.WithExtenders(exts))
+		Expect(err).NotTo(HaveOccurred())
+		sched.Profiles().Publish(name, fwk)
+	}
+
+	It("place pods where the extenders say, and a changed extender takes effect without restart", func(ctx SpecContext) {
+		ext := newExtenderServer("ext-b")
+		publishWithExtenders(ctx, "extended", configv1.Extender{URLPrefix: ext.URL, FilterVerb: "filter"})
+		for i := range 3 {
+			newPod(ctx, podSpec(ns, fmt.Sprint("filtered-", i), "extended", "100m"))
+		}
+		for i := range 3 {
+			Eventually(getPod(ctx, ns, fmt.Sprint("filtered-", i))).Should(WithTransform(nodeName, Equal("ext-b")))
+		}
+
+		// Filter keeps a and c, prioritize picks c: a change of the
+		// profile's extenders is a new instance, live at once.
+		ext.set([]string{"ext-a", "ext-c"}, "ext-c")
+		publishWithExtenders(ctx, "extended",
+			configv1.Extender{URLPrefix: ext.URL, FilterVerb: "filter"},
+			configv1.Extender{URLPrefix: ext.URL, PrioritizeVerb: "prioritize", Weight: 100, NodeCacheCapable: true})
+		for i := range 3 {
+			newPod(ctx, podSpec(ns, fmt.Sprint("prioritized-", i), "extended", "100m"))
+		}
+		for i := range 3 {
+			Eventually(getPod(ctx, ns, fmt.Sprint("prioritized-", i))).Should(WithTransform(nodeName, Equal("ext-c")))
+		}
+	})
+
+	It("reports nodes the extender refused in the unschedulable message", func(ctx SpecContext) {
+		ext := newExtenderServer()
+		publishWithExtenders(ctx, "refused", configv1.Extender{URLPrefix: ext.URL, FilterVerb: "filter"})
+		newPod(ctx, podSpec(ns, "nowhere", "refused", "100m"))
+		Eventually(getPod(ctx, ns, "nowhere")).Should(WithTransform(podScheduledCondition, And(
+			Not(BeNil()),
+			HaveField("Reason", v1.PodReasonUnschedulable),
+			HaveField("Message", "0/3 nodes are available: 3 node(s) refused by the test extender. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."),
+		)))
+
+		// Extenders register no events: any cluster event requeues the pod.
+		ext.set([]string{"ext-a"}, "")
+		newNode(ctx, "ext-d", "4")
+		Eventually(getPod(ctx, ns, "nowhere")).Should(WithTransform(nodeName, Equal("ext-a")))
+	})
+
+	It("delegate binding to the binding extender interested in the pod", func(ctx SpecContext) {
+		ext := newExtenderServer("ext-a")
+		publishWithExtenders(ctx, "bound-by-extender", configv1.Extender{URLPrefix: ext.URL, FilterVerb: "filter", BindVerb: "bind"})
+		pod := newPod(ctx, podSpec(ns, "delegated", "bound-by-extender", "100m"))
+		Eventually(getPod(ctx, ns, "delegated")).Should(WithTransform(nodeName, Equal("ext-a")))
+		// The binding is visible before the extender's reply is sent.
+		Eventually(func() string { return ext.boundTo(pod.UID) }).Should(Equal("ext-a"))
+		Expect(binds.get(pod.UID)).To(BeZero(), "the Bind plugins must not run when an extender bound the pod")
+	})
+
+	It("skip an ignorable extender that cannot be reached, and fail on one that is not ignorable", func(ctx SpecContext) {
+		down := httptest.NewServer(http.NotFoundHandler())
+		down.Close()
+		publishWithExtenders(ctx, "ignorable", configv1.Extender{URLPrefix: down.URL, FilterVerb: "filter", Ignorable: true, HTTPTimeout: metav1.Duration{Duration: time.Second}})
+		newPod(ctx, podSpec(ns, "placed", "ignorable", "100m"))
+		Eventually(getPod(ctx, ns, "placed")).Should(WithTransform(nodeName, Not(BeEmpty())))
+
+		publishWithExtenders(ctx, "required", configv1.Extender{URLPrefix: down.URL, FilterVerb: "filter", HTTPTimeout: metav1.Duration{Duration: time.Second}})
+		newPod(ctx, podSpec(ns, "stuck", "required", "100m"))
+		Eventually(getPod(ctx, ns, "stuck")).Should(WithTransform(podScheduledCondition, And(
+			Not(BeNil()),
+			HaveField("Reason", v1.PodReasonSchedulerError),
+			HaveField("Message", ContainSubstring(down.URL+"/filter")),
+		)))
+	})
+
+	It("bound each call by httpTimeout", func(ctx SpecContext) {
+		release := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+		DeferCleanup(slow.Close)
+		DeferCleanup(func() { close(release) })
+		publishWithExtenders(ctx, "slow", configv1.Extender{URLPrefix: slow.URL, FilterVerb: "filter", HTTPTimeout: metav1.Duration{Duration: 300 * time.Millisecond}})
+		newPod(ctx, podSpec(ns, "timed-out", "slow", "100m"))
+		Eventually(getPod(ctx, ns, "timed-out")).WithTimeout(10 * time.Second).Should(WithTransform(podScheduledCondition, And(
+			Not(BeNil()),
+			HaveField("Message", ContainSubstring("Client.Timeout exceeded")),
+		)))
+		// Other profiles keep scheduling meanwhile.
+		ext := newExtenderServer("ext-c")
+		publishWithExtenders(ctx, "fast", configv1.Extender{URLPrefix: ext.URL, FilterVerb: "filter"})
+		newPod(ctx, podSpec(ns, "quick", "fast", "100m"))
+		Eventually(getPod(ctx, ns, "quick")).WithTimeout(5 * time.Second).Should(WithTransform(nodeName, Equal("ext-c")))
+	})
+})
+
+var _ = Describe("A SchedulingProfile with extenders", func() {
+	var (
+		ns, operatorNS string
+		c              client.Client
+		r              *controllers.SchedulingProfileReconciler
+	)
+
+	BeforeEach(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		operatorNS = newNamespace(ctx)
+		DeferCleanup(func(ctx SpecContext) { cleanUp(ctx, ns) })
+		for _, n := range []string{"ext-a", "ext-b", "ext-c"} {
+			newNode(ctx, n, "4")
+		}
+		scheme := k8sruntime.NewScheme()
+		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		Expect(schedulingv1alpha1.AddToScheme(scheme)).To(Succeed())
+		var err error
+		c, err = client.New(env.Config, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		build := func(ctx context.Context, p *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
+			return sched.NewFramework(ctx, p, opts...)
+		}
+		r = controllers.NewSchedulingProfileReconciler(c, sched.Profiles(), build, events.NewFakeRecorder(100), nil, controllers.WithRevisionNamespace(operatorNS))
+	})
+
+	reconcile := func(ctx context.Context, name string) *schedulingv1alpha1.SchedulingProfile {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		sp := &schedulingv1alpha1.SchedulingProfile{}
+		Expect(c.Get(ctx, types.NamespacedName{Name: name}, sp)).To(Succeed())
+		return sp
+	}
+	condition := func(sp *schedulingv1alpha1.SchedulingProfile, t string) *metav1.Condition {
+		return meta.FindStatusCondition(sp.Status.Conditions, t)
+	}
+
+	It("calls them over TLS with a CA from a Secret, follows changes live and reports an unreachable one", func(ctx SpecContext) {
+		// One TLS extender: the verb says which node it keeps.
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			var args extenderv1.ExtenderArgs
+			if err := json.NewDecoder(req.Body).Decode(&args); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			keep := strings.TrimPrefix(req.URL.Path, "/keep-")
+			res := extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedNodes: extenderv1.FailedNodesMap{}}
+			for _, n := range *args.NodeNames {
+				if n == keep {
+					*res.NodeNames = append(*res.NodeNames, n)
+				} else {
+					res.FailedNodes[n] = "refused"
+				}
+			}
+			_ = json.NewEncoder(w).Encode(res)
+		}))
+		DeferCleanup(srv.Close)
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		Expect(c.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "extender-ca"}, Data: map[string][]byte{"ca.crt": ca}})).To(Succeed())
+
+		// Upstream's extender block, as it would be pasted, plus the CA reference.
+		sp := &schedulingv1alpha1.SchedulingProfile{}
+		Expect(json.Unmarshal([]byte(fmt.Sprintf(`{
+			"apiVersion": "scheduling.schedprofiles.io/v1alpha1", "kind": "SchedulingProfile",
+			"metadata": {"name": "tls-extended"},
+			"spec": {"extenders": [{
+				"urlPrefix": %q, "filterVerb": "keep-ext-b", "enableHTTPS": true, "nodeCacheCapable": true, "httpTimeout": "2s",
+				"tlsConfig": {"serverName": "example.com", "caSecretRef": {"name": "extender-ca"}}
+			}]}}`, srv.URL)), sp)).To(Succeed())
+		Expect(c.Create(ctx, sp)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, sp))).To(Succeed())
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: sp.Name}})
+			Expect(err).NotTo(HaveOccurred())
+		})
+		got := reconcile(ctx, sp.Name)
+		Expect(condition(got, schedulingv1alpha1.ProfileAccepted)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(condition(got, schedulingv1alpha1.ProfileExtendersReachable)).To(HaveField("Status", metav1.ConditionTrue))
+		newPod(ctx, podSpec(ns, "first", "tls-extended", "100m"))
+		Eventually(getPod(ctx, ns, "first")).Should(WithTransform(nodeName, Equal("ext-b")))
+
+		// A changed extender serves the next pod, without restart.
+		got.Spec.Extenders[0].FilterVerb = "keep-ext-c"
+		Expect(c.Update(ctx, got)).To(Succeed())
+		reconcile(ctx, sp.Name)
+		newPod(ctx, podSpec(ns, "second", "tls-extended", "100m"))
+		Eventually(getPod(ctx, ns, "second")).Should(WithTransform(nodeName, Equal("ext-c")))
+
+		// An extender that cannot be reached shows in the profile's status.
+		down := httptest.NewServer(http.NotFoundHandler())
+		down.Close()
+		got = reconcile(ctx, sp.Name)
+		got.Spec.Extenders[0].URLPrefix = down.URL
+		got.Spec.Extenders[0].EnableHTTPS = false
+		got.Spec.Extenders[0].TLSConfig = nil
+		Expect(c.Update(ctx, got)).To(Succeed())
+		reconcile(ctx, sp.Name)
+		newPod(ctx, podSpec(ns, "third", "tls-extended", "100m"))
+		Eventually(func() *metav1.Condition {
+			return condition(reconcile(ctx, sp.Name), schedulingv1alpha1.ProfileExtendersReachable)
+		}).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", schedulingv1alpha1.ReasonExtenderUnreachable),
+			HaveField("Message", ContainSubstring(down.URL+"/keep-ext-c")),
+		))
+	})
+
+	It("refuses inline key material with the reason in status", func(ctx SpecContext) {
+		sp := &schedulingv1alpha1.SchedulingProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: "inline-key"},
+			Spec: schedulingv1alpha1.SchedulingProfileSpec{Extenders: []schedulingv1alpha1.Extender{{
+				URLPrefix: "https://extender.example", FilterVerb: "filter", EnableHTTPS: true,
+				TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{CertData: []byte("cert"), KeyData: []byte("key")},
+			}}},
+		}
+		Expect(c.Create(ctx, sp)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(c.Delete(ctx, sp)).To(Succeed()) })
+		got := reconcile(ctx, sp.Name)
+		Expect(condition(got, schedulingv1alpha1.ProfileAccepted)).To(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", HavePrefix("Generation 1 cannot be built: extenders[0].tlsConfig.certData: not supported in a SchedulingProfile")),
+		))
+	})
+})
