@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
@@ -260,8 +259,10 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 localcluster.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Scheme: localcluster.Scheme(),
+		// Plain HTTP on loopback, with Go's profiles, as kube-scheduler's
+		// enableProfiling.
+		Metrics:                operator.MetricsServer(o.metricsAddr, false, "", true),
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {

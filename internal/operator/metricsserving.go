@@ -1,6 +1,9 @@
 package operator
 
 import (
+	"net/http"
+	"net/http/pprof"
+
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -15,12 +18,26 @@ import (
 // when they change; empty, or without those files, the server makes a
 // self-signed certificate at start. Not secure, it serves plain HTTP to
 // anyone who reaches bindAddress: for loopback only.
-func MetricsServer(bindAddress string, secure bool, certDir string) metricsserver.Options {
+//
+// profiling adds Go's profiles under /debug/pprof/ on the same endpoint,
+// behind the same filter, as kube-scheduler's enableProfiling does on its
+// secure port: reading them takes GET on those paths, which the
+// metrics-reader role does not grant.
+func MetricsServer(bindAddress string, secure bool, certDir string, profiling bool) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: bindAddress}
 	if secure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 		o.CertDir = certDir
+	}
+	if profiling {
+		o.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
 	}
 	return o
 }

@@ -144,7 +144,7 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
 			Scheme:                        localcluster.Scheme(),
-			Metrics:                       operator.MetricsServer(metricsAddr, true, ""),
+			Metrics:                       operator.MetricsServer(metricsAddr, true, "", true),
 			HealthProbeBindAddress:        "0",
 			LeaderElection:                true,
 			LeaderElectionID:              leaseName,
@@ -244,6 +244,18 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(code).To(Equal(http.StatusOK), body)
 		Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="schedulingprofile"`))
+
+		By("serving profiles only to callers allowed /debug/pprof/*, not to metrics readers")
+		code, _, err = get(ctx, metricsAddr, "/debug/pprof/heap", prometheus)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusForbidden))
+		kubectlOK(kubectl, "create", "clusterrole", "pprof-reader", "--verb=get", "--non-resource-url=/debug/pprof/*")
+		kubectlOK(kubectl, "create", "clusterrolebinding", "prometheus-pprof", "--clusterrole=pprof-reader", "--serviceaccount=monitoring:prometheus")
+		Eventually(func(g Gomega) {
+			code, _, err := get(ctx, metricsAddr, "/debug/pprof/heap", prometheus)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(code).To(Equal(http.StatusOK))
+		}).Should(Succeed())
 	})
 
 	It("keeps the operator's Leases and ControllerRevisions to its own namespace", func() {
@@ -291,7 +303,12 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 // scrape GETs /metrics from the secure endpoint at addr, with a bearer
 // token unless token is empty, and returns the status code and body.
 func scrape(ctx context.Context, addr, token string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	return get(ctx, addr, "/metrics", token)
+}
+
+// get GETs path from the secure endpoint at addr, as scrape does.
+func get(ctx context.Context, addr, path, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
 	if err != nil {
 		return 0, "", err
 	}
