@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -71,6 +72,10 @@ type Options struct {
 	// Upstream, when set, is a kube-scheduler binary to measure on the same
 	// API server after the operator, with the same profile and pods.
 	Upstream string
+	// CPUProfile, when set, is how long a CPU profile each scheduler takes
+	// of itself from the start of its measured phase, written beside the
+	// logs (cpuProfileFile).
+	CPUProfile time.Duration
 }
 
 // Result is what one workload measured.
@@ -181,11 +186,21 @@ type harness struct {
 	dir, kubeconfig string
 	// ticks is the unit of /proc CPU times, per second.
 	ticks int
+	// extender serves the Extender workload's extender; nil for the others.
+	extender *benchExtender
 }
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
 	w, o := h.w, h.o
 	res := &Result{Name: w.Name, Nodes: w.Nodes, InitPods: w.InitPods, Pods: w.Pods}
+	if w.Extender {
+		e, err := startBenchExtender()
+		if err != nil {
+			return nil, err
+		}
+		defer e.stop()
+		h.extender = e
+	}
 
 	start := time.Now()
 	nodes := localcluster.Nodes("node", w.Nodes, perfNode)
@@ -266,6 +281,18 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := yaml.UnmarshalStrict([]byte(w.Profile), &spec); err != nil {
 		return nil, fmt.Errorf("workload %s: profile: %w", w.Name, err)
 	}
+	if h.extender != nil {
+		// The block kube-scheduler gets, pasted into the profile.
+		data, err := json.Marshal(h.extender.extenderBlock())
+		if err != nil {
+			return nil, err
+		}
+		var ext schedulingv1alpha1.Extender
+		if err := json.Unmarshal(data, &ext); err != nil {
+			return nil, err
+		}
+		spec.Extenders = append(spec.Extenders, ext)
+	}
 	before, err := op.scrape(ctx)
 	if err != nil {
 		return nil, err
@@ -274,6 +301,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	o.logf("   scheduling %d pods", w.Pods)
 	cpu := &cpuMeter{s: op, ticks: h.ticks}
 	cpu.begin()
+	profiled := h.startCPUProfile(ctx, op)
 	t0 := time.Now()
 	profile := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: measureProfile}, Spec: spec}
 	if err := kc.Create(ctx, profile); err != nil {
@@ -285,6 +313,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	if res.Cost.CPUSecondsPer1000Pods, err = cpu.end(w.Pods); err != nil {
 		return nil, err
+	}
+	if err := <-profiled; err != nil {
+		return nil, err
+	}
+	if h.extender != nil && h.extender.calls.Load() == 0 {
+		return nil, fmt.Errorf("workload %s: the operator never called the extender", w.Name)
 	}
 	elapsed := bound.last().Sub(t0)
 	// The binding goroutine records the attempt just after the API server
@@ -401,6 +435,20 @@ func (h *harness) readMemory(ctx context.Context, s *schedulerProcess, c *Cost) 
 	}
 	c.HeapInuseBytes = s.heapInuse(ctx)
 	return nil
+}
+
+// startCPUProfile has s profile itself for Options.CPUProfile into
+// cpuProfileFile, and reports on the channel when it is written; without
+// the option it reports nil at once.
+func (h *harness) startCPUProfile(ctx context.Context, s *schedulerProcess) <-chan error {
+	done := make(chan error, 1)
+	if h.o.CPUProfile <= 0 {
+		done <- nil
+		return done
+	}
+	path := filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+s.Name+".cpu.pprof")
+	go func() { done <- s.cpuProfile(ctx, h.o.CPUProfile, path) }()
+	return done
 }
 
 // logFile is where a scheduler's log of this workload goes.

@@ -60,6 +60,7 @@ func main() {
 		scale     int
 		timeout   time.Duration
 		upstream  bool
+		profile   time.Duration
 	)
 	flag.StringVar(&workloads, "workloads", "default", "Comma-separated workloads, or default, or all: "+workloadNames()+".")
 	flag.StringVar(&out, "out", "", "Directory to write results.json, the operator binary and the schedulers' logs into (default: a temporary directory, removed after a successful run).")
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&scale, "scale-down", 1, "Divide node and pod counts by this, for a quick look.")
 	flag.DurationVar(&timeout, "timeout", 10*time.Minute, "Longest the measured phase of one workload may take.")
 	flag.BoolVar(&upstream, "upstream", false, "Also measure upstream kube-scheduler on the same API server, as its own process like the operator (build it with WANT=kube-scheduler hack/build-control-plane.sh).")
+	flag.DurationVar(&profile, "cpu-profile", 0, "Take a CPU profile of this long from each scheduler (its /debug/pprof/profile) at the start of each measured phase, into <out>/<workload>.<scheduler>.cpu.pprof; 0 takes none.")
 	// The harness's own logs (its clients'): errors only, unless asked.
 	// The schedulers log to files beside results.json.
 	zapOpts := zap.Options{Level: zapcore.ErrorLevel}
@@ -83,7 +85,7 @@ func main() {
 	selected, err := selectWorkloads(workloads, scale)
 	if err == nil {
 		o := Options{
-			QPS: float32(qps), Burst: burst, Workers: workers, Timeout: timeout, Progress: os.Stderr,
+			QPS: float32(qps), Burst: burst, Workers: workers, Timeout: timeout, Progress: os.Stderr, CPUProfile: profile,
 			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
 		}
 		if upstream {

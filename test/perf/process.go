@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,6 +87,31 @@ func (s *schedulerProcess) scrape(ctx context.Context) ([]*dto.MetricFamily, err
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// cpuProfile has the process profile its CPU for d (Go's
+// /debug/pprof/profile, served beside its metrics) and writes the profile
+// to path.
+func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+	url := strings.TrimSuffix(s.metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds())))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	// The profile takes d; the client's own timeout is for scrapes.
+	resp, err := (&http.Client{Transport: s.http.Transport}).Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling %s: %w", s.Name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling %s: %s", s.Name, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("profiling %s: %w", s.Name, err)
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // heapInuse is go_memstats_heap_inuse_bytes from /metrics, or nil when the

@@ -23,7 +23,7 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 		return nil, nil, err
 	}
 	profile["schedulerName"] = upstreamProfile
-	config, err := yaml.Marshal(map[string]any{
+	cfg := map[string]any{
 		"apiVersion": "kubescheduler.config.k8s.io/v1",
 		"kind":       "KubeSchedulerConfiguration",
 		"clientConnection": map[string]any{
@@ -31,7 +31,12 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 		},
 		"leaderElection": map[string]any{"leaderElect": false},
 		"profiles":       []any{profile},
-	})
+	}
+	if h.extender != nil {
+		// Upstream's extenders apply to every profile; there is one.
+		cfg["extenders"] = []any{h.extender.extenderBlock()}
+	}
+	config, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,7 +65,7 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 		"--bind-address="+host, "--secure-port="+port,
 		// Without an authentication kubeconfig every caller is anonymous;
 		// these paths need no authorization.
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 	)
 	if err != nil {
 		return nil, nil, err
@@ -69,8 +74,12 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 
 	cost := &Cost{}
 	cpu := &cpuMeter{s: ks, ticks: h.ticks}
+	profiled := make(chan (<-chan error), 1)
 	bound.mu.Lock()
-	bound.onFirst = cpu.begin
+	bound.onFirst = func() {
+		cpu.begin()
+		profiled <- h.startCPUProfile(ctx, ks)
+	}
 	bound.mu.Unlock()
 	samples := sampleEverySecond(bound.done, bound.count)
 	if err := h.waitBound(ctx, bound, ks); err != nil {
@@ -78,6 +87,9 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 	}
 	// The first binding opened the phase: the others are in it.
 	if cost.CPUSecondsPer1000Pods, err = cpu.end(h.w.Pods - 1); err != nil {
+		return nil, nil, err
+	}
+	if err := <-<-profiled; err != nil {
 		return nil, nil, err
 	}
 	elapsed := bound.last().Sub(bound.first()).Seconds()

@@ -24,6 +24,10 @@ type Workload struct {
 	Pod func(p *corev1.Pod)
 	// Approve runs an automated approver that approves every WaitingPod.
 	Approve bool
+	// Extender gives the measured profile (and kube-scheduler) an HTTP
+	// extender served by the harness on loopback, for filter and
+	// prioritize.
+	Extender bool
 	// Memory marks a memory workload: no ceiling; after its few pods are
 	// scheduled each scheduler stays idle for a while (steadyState) before
 	// its memory is read.
@@ -85,6 +89,7 @@ var allWorkloads = []Workload{
 	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Pod: zoneAffinity},
 	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: mostAllocated},
 	{Name: "ManualApproval/500Nodes", Nodes: 500, InitPods: 500, Pods: 500, Profile: manualApproval, Approve: true},
+	{Name: "Extender/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Extender: true},
 	// A large cluster at rest: what each scheduler holds for 5000 nodes and
 	// 10000 running pods, once it has scheduled a few pods.
 	{Name: "Memory/5000Nodes_10000Pods", Nodes: 5000, InitPods: 10000, Pods: 100, Profile: defaultProfile, Memory: true},
