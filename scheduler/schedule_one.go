@@ -422,7 +422,13 @@ func (s *Scheduler) bind(ctx context.Context, fwk framework.Framework, state *fr
 	if bound, err := extender.Bind(ctx, runtime.Extenders(fwk), assumed, host); bound {
 		st = framework.AsStatus(err)
 	} else {
+		// Waiting for a slot holds nothing but the assumed pod: binding
+		// calls in flight always finish and free theirs. A profile's bind
+		// extender, bounded by its own timeout, takes none, so a slow one
+		// does not hold up other profiles' bindings.
+		s.bindSlots <- struct{}{}
 		st = fwk.RunBindPlugins(ctx, state, assumed, host)
+		<-s.bindSlots
 	}
 	if err := s.cache.FinishBinding(klog.FromContext(ctx), assumed); err != nil {
 		klog.FromContext(ctx).Error(err, "Finishing the binding in the scheduler cache")
