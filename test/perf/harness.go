@@ -132,6 +132,9 @@ type Cost struct {
 	// at the end of the workload.
 	RSSBytes     int64 `json:"rssBytes"`
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	// RSSFileBytes is the file-backed part of RSSBytes (RssFile): the
+	// binary's pages in memory, as opposed to heap and runtime.
+	RSSFileBytes int64 `json:"rssFileBytes"`
 	// HeapInuseBytes is go_memstats_heap_inuse_bytes from the process's
 	// /metrics at the end of the workload; absent when it could not be read.
 	HeapInuseBytes *int64 `json:"heapInuseBytes,omitempty"`
@@ -386,8 +389,8 @@ func (c Cost) String() string {
 	if c.HeapInuseBytes != nil {
 		heap = fmt.Sprintf("heap %.0f MiB", mebibytes(*c.HeapInuseBytes))
 	}
-	return fmt.Sprintf("%.2f CPU-s/1000 pods, RSS %.0f MiB (peak %.0f MiB), %s",
-		c.CPUSecondsPer1000Pods, mebibytes(c.RSSBytes), mebibytes(c.PeakRSSBytes), heap)
+	return fmt.Sprintf("%.2f CPU-s/1000 pods, RSS %.0f MiB (peak %.0f MiB, file-backed %.0f MiB), %s",
+		c.CPUSecondsPer1000Pods, mebibytes(c.RSSBytes), mebibytes(c.PeakRSSBytes), mebibytes(c.RSSFileBytes), heap)
 }
 
 // ofCeiling is a ratio to the ceiling for progress; memory workloads
@@ -430,7 +433,7 @@ func (h *harness) readMemory(ctx context.Context, s *schedulerProcess, c *Cost) 
 		return s.exitError()
 	}
 	var err error
-	if c.RSSBytes, c.PeakRSSBytes, err = s.memory(); err != nil {
+	if c.RSSBytes, c.PeakRSSBytes, c.RSSFileBytes, err = s.memory(); err != nil {
 		return err
 	}
 	c.HeapInuseBytes = s.heapInuse(ctx)

@@ -156,32 +156,31 @@ func (s *schedulerProcess) cpuTime(ticksPerSecond int) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / time.Duration(ticksPerSecond), nil
 }
 
-// memory is the process's resident set now (VmRSS) and at its peak
-// (VmHWM), in bytes, from /proc/<pid>/status.
-func (s *schedulerProcess) memory() (rss, peak int64, err error) {
+// memory is the process's resident set now (VmRSS), at its peak (VmHWM)
+// and its file-backed part now (RssFile), in bytes, from
+// /proc/<pid>/status.
+func (s *schedulerProcess) memory() (rss, peak, file int64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	fields := map[string]*int64{"VmRSS": &rss, "VmHWM": &peak, "RssFile": &file}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		target := fields[name]
+		if !ok || target == nil {
 			continue
 		}
 		kB, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status: %s: %w", s.Pid(), name, err)
+			return 0, 0, 0, fmt.Errorf("/proc/%d/status: %s: %w", s.Pid(), name, err)
 		}
-		if name == "VmRSS" {
-			rss = kB << 10
-		} else {
-			peak = kB << 10
-		}
+		*target = kB << 10
 	}
 	if rss == 0 || peak == 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS or VmHWM", s.Pid())
+		return 0, 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS or VmHWM", s.Pid())
 	}
-	return rss, peak, nil
+	return rss, peak, file, nil
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's CPU
