@@ -54,16 +54,6 @@ func FindNodesThatPass(ctx context.Context, exts []*Extender, pod *v1.Pod, feasi
 	return feasible, nil
 }
 
-// HasPrioritizer reports whether any extender scores nodes.
-func HasPrioritizer(exts []*Extender) bool {
-	for _, e := range exts {
-		if e.IsPrioritizer() {
-			return true
-		}
-	}
-	return false
-}
-
 // AddScores is the extender part of upstream's prioritizeNodes: the
 // extenders interested in pod score nodes concurrently, and each score,
 // times the extender's weight and scaled from extenderv1.MaxExtenderPriority
