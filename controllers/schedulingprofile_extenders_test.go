@@ -153,18 +153,7 @@ func TestUnreachableExtenderIsReportedInStatus(t *testing.T) {
 	if c := reachable(); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("ExtendersReachable = %+v, want True", c)
 	}
-	drain := func() []string {
-		var out []string
-		for {
-			select {
-			case e := <-f.recorder.Events:
-				out = append(out, e)
-			default:
-				return out
-			}
-		}
-	}
-	drain()
+	f.events()
 
 	observe := f.r.extenderObserver("p", 1)
 	observe("http://gpu.example", errors.New(`Post "http://gpu.example/filter": dial tcp: connection refused`))
@@ -181,7 +170,7 @@ func TestUnreachableExtenderIsReportedInStatus(t *testing.T) {
 	if c := reachable(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1alpha1.ReasonExtenderUnreachable || c.Message != want {
 		t.Fatalf("ExtendersReachable = %+v", c)
 	}
-	if evs := drain(); len(evs) != 1 || evs[0] != "Warning ExtenderUnreachable "+want {
+	if evs := f.events(); len(evs) != 1 || evs[0] != "Warning ExtenderUnreachable "+want {
 		t.Errorf("events %q", evs)
 	}
 	// Accepted and Active are untouched: the spec is valid and serves.
