@@ -199,6 +199,24 @@ func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	})
 }
 
+// PodWaitChanged records that what holds a pod at Permit changed. A wait
+// the record does not hold (ended, or of an earlier pod of the name) is past.
+func (m *WaitingPodMirror) PodWaitChanged(profile string, wp framework.WaitingPod) {
+	pod := wp.GetPod()
+	deadlines := wp.GetPendingPluginDeadlines()
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	m.mu.Lock()
+	rec := m.records[key]
+	if rec == nil || rec.pod == nil || rec.pod.UID != pod.UID || rec.resolved {
+		m.mu.Unlock()
+		return
+	}
+	rec.profile, rec.deadlines = profile, deadlines
+	rec.version++
+	m.mu.Unlock()
+	m.queue.Add(key)
+}
+
 // PodResolved records how a pod's wait at Permit ended.
 func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, resolution framework.PermitResolution, status *framework.Status) {
 	m.update(pod.Namespace, pod.Name, func(rec *record) {

@@ -393,6 +393,10 @@ type PermitTimeoutExtension interface {
 type WaitingPodObserver interface {
 	// PodWaiting is called once a pod is held at Permit.
 	PodWaiting(profile string, wp WaitingPod)
+	// PodWaitChanged is called while a pod is held when what holds it
+	// changed: a plugin allowed it while others still hold it, or a
+	// plugin updated its message (WaitingPod.SetPendingMessage).
+	PodWaitChanged(profile string, wp WaitingPod)
 	// PodResolved is called once the wait is over, with how it ended and
 	// its status (Success when every plugin allowed the pod, otherwise the
 	// rejection).
@@ -448,6 +452,14 @@ type WaitingPod interface {
 	GetPendingPlugins() []string
 	// GetPendingPluginDeadlines returns, per pending plugin, when its wait times out.
 	GetPendingPluginDeadlines() map[string]time.Time
+	// GetPendingPluginMessages returns, per pending plugin that said one,
+	// what it waits for: the message of its Wait status, or the latest
+	// SetPendingMessage.
+	GetPendingPluginMessages() map[string]string
+	// SetPendingMessage replaces what pluginName says it waits for, to be
+	// shown to people. A no-op once the pod was resolved or when
+	// pluginName does not hold it.
+	SetPendingMessage(pluginName, msg string)
 	// Allow records that pluginName allows the pod; the pod proceeds once
 	// no plugin is pending. A no-op once the pod was rejected.
 	Allow(pluginName string)

@@ -550,6 +550,18 @@ func (f *frameworkImpl) GetWaitingPod(uid types.UID) framework.WaitingPod {
 	return nil // not a typed nil
 }
 
+func (f *frameworkImpl) AllowWaitingPodsTogether(pluginName string, pods []framework.WaitingPod) bool {
+	return allowTogether(pluginName, pods)
+}
+
+// waitChanged tells the observer that a held pod's pending plugins or
+// their messages changed.
+func (f *frameworkImpl) waitChanged(wp *waitingPod) {
+	if f.waitingPodObserver != nil {
+		f.waitingPodObserver.PodWaitChanged(f.profileName, wp)
+	}
+}
+
 func (f *frameworkImpl) RejectWaitingPod(uid types.UID) bool {
 	if wp := f.waitingPods.get(uid); wp != nil {
 		return wp.Reject("", "removed")

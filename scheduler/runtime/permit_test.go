@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -323,6 +324,12 @@ func (o *recordingObserver) PodWaiting(profile string, wp framework.WaitingPod) 
 	o.events = append(o.events, fmt.Sprintf("waiting %s/%s on %s for %v", profile, wp.GetPod().Name, wp.GetNodeName(), wp.GetPendingPlugins()))
 }
 
+func (o *recordingObserver) PodWaitChanged(profile string, wp framework.WaitingPod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf("changed %s/%s for %v %v", profile, wp.GetPod().Name, wp.GetPendingPlugins(), wp.GetPendingPluginMessages()))
+}
+
 func (o *recordingObserver) PodResolved(profile string, pod *v1.Pod, r framework.PermitResolution, s *framework.Status) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -381,4 +388,121 @@ func TestWaitingPodObserverTimeout(t *testing.T) {
 	if diff := cmp.Diff(want, obs.events); diff != "" {
 		t.Errorf("observer events (-want +got):\n%s", diff)
 	}
+}
+
+func TestWaitingPodMessagesAndChanges(t *testing.T) {
+	obs := &recordingObserver{}
+	extra := map[string]framework.Plugin{
+		"A": &permitPlugin{name: "A", status: framework.NewStatus(framework.Wait, "1/2 members assigned"), timeout: time.Minute},
+		"B": &permitPlugin{name: "B", status: waitStatus(), timeout: time.Minute},
+	}
+	fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled("A", "B")}, WithWaitingPodObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fw.Close() })
+	pod := makePod("p")
+	if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "node-a"); !s.IsWait() {
+		t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+	}
+	wp := fw.GetWaitingPod(pod.UID)
+	wp.SetPendingMessage("A", "1/2 members assigned") // unchanged: not reported
+	wp.SetPendingMessage("A", "2/3 members assigned")
+	wp.SetPendingMessage("C", "not pending") // not holding the pod: ignored
+	wp.Allow("A")
+	wp.SetPendingMessage("A", "after allow") // no longer pending: ignored
+	wp.Allow("B")
+	fw.WaitOnPermit(t.Context(), pod)
+	wp.SetPendingMessage("B", "after the end") // resolved: ignored
+
+	want := []string{
+		"waiting test/p on node-a for [A B]",
+		"changed test/p for [A B] map[A:2/3 members assigned]",
+		"changed test/p for [B] map[]",
+		"resolved test/p Allowed: ",
+	}
+	if diff := cmp.Diff(want, obs.events); diff != "" {
+		t.Errorf("observer events (-want +got):\n%s", diff)
+	}
+}
+
+func TestAllowWaitingPodsTogether(t *testing.T) {
+	hold := func(t *testing.T, fw *frameworkImpl, names ...string) []framework.WaitingPod {
+		t.Helper()
+		var out []framework.WaitingPod
+		for _, name := range names {
+			pod := makePod(name)
+			pod.UID = types.UID(name + "-uid")
+			if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+				t.Fatalf("RunPermitPlugins(%s) = %v, want Wait", name, s)
+			}
+			out = append(out, fw.GetWaitingPod(pod.UID))
+		}
+		return out
+	}
+	t.Run("all held: all allowed", func(t *testing.T) {
+		fw := newPermitFramework(t, &permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute})
+		wps := hold(t, fw, "a", "b", "c")
+		// A pod named twice is allowed once.
+		if !fw.AllowWaitingPodsTogether("Gang", append(wps, wps[0])) {
+			t.Fatal("AllowWaitingPodsTogether = false, want true")
+		}
+		for _, wp := range wps {
+			if s := fw.WaitOnPermit(t.Context(), wp.GetPod()); s != nil {
+				t.Errorf("WaitOnPermit(%s) = %v, want allowed", wp.GetPod().Name, s)
+			}
+		}
+	})
+	t.Run("one resolved: none allowed", func(t *testing.T) {
+		fw := newPermitFramework(t, &permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute})
+		wps := hold(t, fw, "a", "b", "c")
+		wps[1].Reject("Gang", "timed out")
+		if fw.AllowWaitingPodsTogether("Gang", wps) {
+			t.Fatal("AllowWaitingPodsTogether = true with a rejected pod, want false")
+		}
+		for _, wp := range wps {
+			if got := wp.GetPendingPlugins(); wp != wps[1] && !slices.Equal(got, []string{"Gang"}) {
+				t.Errorf("pending plugins of %s = %v, want still [Gang]", wp.GetPod().Name, got)
+			}
+		}
+	})
+	t.Run("other plugins keep holding", func(t *testing.T) {
+		fw := newPermitFramework(t,
+			&permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute},
+			&permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute})
+		wps := hold(t, fw, "a", "b")
+		if !fw.AllowWaitingPodsTogether("Gang", wps) {
+			t.Fatal("AllowWaitingPodsTogether = false, want true")
+		}
+		for _, wp := range wps {
+			if got := wp.GetPendingPlugins(); !slices.Equal(got, []string{"Manual"}) {
+				t.Errorf("pending plugins of %s = %v, want [Manual]", wp.GetPod().Name, got)
+			}
+		}
+	})
+	t.Run("races with rejections: all or none", func(t *testing.T) {
+		for range 50 {
+			fw := newPermitFramework(t, &permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute})
+			wps := hold(t, fw, "a", "b", "c", "d")
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); wps[3].Reject("Gang", "deleted") }()
+			var allowed bool
+			go func() { defer wg.Done(); allowed = fw.AllowWaitingPodsTogether("Gang", wps) }()
+			wg.Wait()
+			// Close rejects whatever still waits, so that nothing blocks.
+			_ = fw.Close()
+			admitted := 0
+			for _, wp := range wps {
+				if fw.WaitOnPermit(t.Context(), wp.GetPod()) == nil {
+					admitted++
+				}
+			}
+			// Either the group was allowed before the rejection (which
+			// then found d resolved) or nobody was allowed.
+			if want := map[bool]int{true: 4, false: 0}[allowed]; admitted != want {
+				t.Fatalf("allowed=%v and %d pods admitted, want %d", allowed, admitted, want)
+			}
+		}
+	})
 }

@@ -528,7 +528,7 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 	defer f.observePoint(Permit, time.Now(), &status)
 	logger := klog.FromContext(ctx)
 	var waitStatus *framework.Status
-	var waitTimes map[string]time.Duration
+	var waits map[string]permitWait
 	record := state.ShouldRecordPluginMetrics()
 	for i, pl := range f.permitPlugins {
 		var timeout time.Duration
@@ -545,10 +545,10 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 			if timeout > f.permitMaxTimeouts[i] {
 				timeout = f.permitMaxTimeouts[i]
 			}
-			if waitTimes == nil {
-				waitTimes = map[string]time.Duration{}
+			if waits == nil {
+				waits = map[string]permitWait{}
 			}
-			waitTimes[pl.Name()] = timeout
+			waits[pl.Name()] = permitWait{timeout: timeout, message: s.Message()}
 			waitStatus = s
 		default:
 			err := s.AsError()
@@ -557,7 +557,7 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 		}
 	}
 	if waitStatus.IsWait() {
-		wp := newWaitingPod(pod, nodeName, waitTimes)
+		wp := newWaitingPod(pod, nodeName, waits, f.waitChanged)
 		f.waitingPods.add(wp)
 		if f.waitingPodObserver != nil {
 			f.waitingPodObserver.PodWaiting(f.profileName, wp)

@@ -54,6 +54,14 @@ func (m *waitingPodsMap) iterate(callback func(framework.WaitingPod)) {
 type pendingPlugin struct {
 	timer    *time.Timer
 	deadline time.Time
+	// message is what the plugin says it waits for, shown to people.
+	message string
+}
+
+// permitWait is one plugin's request to hold a pod at Permit.
+type permitWait struct {
+	timeout time.Duration
+	message string
 }
 
 // waitingPod is a pod held at Permit until every pending plugin allows it,
@@ -68,9 +76,15 @@ type waitingPod struct {
 	// on the channel yet.
 	s chan *framework.Status
 
+	// changed, if set, is told when pending plugins or their messages
+	// change while the pod is still held. It is called without mu held,
+	// since it reads the pod back through its getters.
+	changed func(*waitingPod)
+
 	// mu guards pending and done. Timer callbacks take it too; newWaitingPod
 	// holds it while arming the timers so that a zero timeout cannot fire
-	// before the map is complete.
+	// before the map is complete. Only allowTogether holds the mu of more
+	// than one pod, taking them in UID order.
 	mu      sync.Mutex
 	pending map[string]pendingPlugin
 	// done is set once the final status has been sent; later Allow and
@@ -83,23 +97,25 @@ type waitingPod struct {
 
 var _ framework.WaitingPod = (*waitingPod)(nil)
 
-// newWaitingPod arms one timer per plugin in waitTimes.
-func newWaitingPod(pod *v1.Pod, nodeName string, waitTimes map[string]time.Duration) *waitingPod {
+// newWaitingPod arms one timer per plugin in waits.
+func newWaitingPod(pod *v1.Pod, nodeName string, waits map[string]permitWait, changed func(*waitingPod)) *waitingPod {
 	wp := &waitingPod{
 		pod:      pod,
 		nodeName: nodeName,
 		s:        make(chan *framework.Status, 1),
-		pending:  make(map[string]pendingPlugin, len(waitTimes)),
+		changed:  changed,
+		pending:  make(map[string]pendingPlugin, len(waits)),
 	}
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	now := time.Now()
-	for plugin, wait := range waitTimes {
+	for plugin, w := range waits {
 		wp.pending[plugin] = pendingPlugin{
-			deadline: now.Add(wait),
-			timer: time.AfterFunc(wait, func() {
+			deadline: now.Add(w.timeout),
+			message:  w.message,
+			timer: time.AfterFunc(w.timeout, func() {
 				wp.stopWithStatus(framework.PermitTimedOut, framework.Unschedulable, plugin,
-					fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", wait, plugin))
+					fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", w.timeout, plugin))
 			}),
 		}
 	}
@@ -131,22 +147,115 @@ func (w *waitingPod) GetPendingPluginDeadlines() map[string]time.Time {
 	return out
 }
 
-func (w *waitingPod) Allow(pluginName string) {
+func (w *waitingPod) GetPendingPluginMessages() map[string]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done {
-		return
+	out := make(map[string]string, len(w.pending))
+	for p, pp := range w.pending {
+		if pp.message != "" {
+			out[p] = pp.message
+		}
 	}
-	if pp, ok := w.pending[pluginName]; ok {
+	return out
+}
+
+func (w *waitingPod) SetPendingMessage(pluginName, msg string) {
+	if w.setPendingMessage(pluginName, msg) {
+		w.notifyChanged()
+	}
+}
+
+func (w *waitingPod) setPendingMessage(pluginName, msg string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pp, ok := w.pending[pluginName]
+	if w.done || !ok || pp.message == msg {
+		return false
+	}
+	pp.message = msg
+	w.pending[pluginName] = pp
+	return true
+}
+
+func (w *waitingPod) notifyChanged() {
+	if w.changed != nil {
+		w.changed(w)
+	}
+}
+
+func (w *waitingPod) Allow(pluginName string) {
+	w.mu.Lock()
+	changed := w.allowLocked(pluginName)
+	w.mu.Unlock()
+	if changed {
+		w.notifyChanged()
+	}
+}
+
+// allowLocked removes pluginName from the pending plugins and, when it was
+// the last, resolves the wait. It reports whether the pod is still held
+// with fewer pending plugins, which observers are told. Call with mu held.
+func (w *waitingPod) allowLocked(pluginName string) bool {
+	if w.done {
+		return false
+	}
+	pp, ok := w.pending[pluginName]
+	if ok {
 		pp.timer.Stop()
 		delete(w.pending, pluginName)
 	}
 	if len(w.pending) != 0 {
-		return
+		return ok
 	}
 	w.done = true
 	w.resolution = framework.PermitAllowed
 	w.s <- framework.NewStatus(framework.Success, "")
+	return false
+}
+
+// allowTogether allows pluginName for all of pods or, if one of them is
+// already resolved, for none, holding every pod's mu (in UID order, so two
+// calls cannot deadlock) while it checks and allows.
+func allowTogether(pluginName string, pods []framework.WaitingPod) bool {
+	wps := make([]*waitingPod, 0, len(pods))
+	seen := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		wp, ok := p.(*waitingPod)
+		if !ok {
+			return false
+		}
+		if seen[wp.pod.UID] {
+			continue
+		}
+		seen[wp.pod.UID] = true
+		wps = append(wps, wp)
+	}
+	sort.Slice(wps, func(i, j int) bool { return wps[i].pod.UID < wps[j].pod.UID })
+	for _, wp := range wps {
+		wp.mu.Lock()
+	}
+	ok := true
+	for _, wp := range wps {
+		if wp.done {
+			ok = false
+			break
+		}
+	}
+	var changed []*waitingPod
+	if ok {
+		for _, wp := range wps {
+			if wp.allowLocked(pluginName) {
+				changed = append(changed, wp)
+			}
+		}
+	}
+	for _, wp := range wps {
+		wp.mu.Unlock()
+	}
+	for _, wp := range changed {
+		wp.notifyChanged()
+	}
+	return ok
 }
 
 func (w *waitingPod) Reject(pluginName, msg string) bool {
