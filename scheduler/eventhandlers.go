@@ -34,7 +34,7 @@ func (s *Scheduler) addEventHandlers() error {
 		return fmt.Errorf("adding the node event handler: %w", err)
 	}
 	s.handlers = []cache.ResourceEventHandlerRegistration{podReg, nodeReg}
-	for _, ri := range s.storageInformers {
+	for _, ri := range s.eventSources {
 		reg, err := ri.informer.AddEventHandler(s.clusterEventHandler(ri.resource))
 		if err != nil {
 			return fmt.Errorf("adding the %s event handler: %w", ri.resource, err)
@@ -49,7 +49,16 @@ func (s *Scheduler) addEventHandlers() error {
 // through listers of the same informer.
 type resourceInformer struct {
 	resource framework.EventResource
-	informer cache.SharedIndexInformer
+	informer EventSource
+}
+
+// EventSource is an informer of objects the loop keeps no cache of but
+// whose changes can make pods schedulable, such as a plugin's custom
+// resource. A client-go or controller-runtime informer is one. Whoever
+// passes it in (WithEventSource) runs it; readiness waits for it to sync.
+type EventSource interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	HasSynced() bool
 }
 
 // newStorageInformers asks f for the informers of the objects the volume

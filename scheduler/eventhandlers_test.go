@@ -18,6 +18,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
@@ -57,6 +58,12 @@ type testPlugin struct {
 // test that sees them move saw an event move them.
 func startLoop(t *testing.T, cs *fake.Clientset, plugins ...testPlugin) *Scheduler {
 	t.Helper()
+	return startLoopWith(t, cs, nil, plugins...)
+}
+
+// startLoopWith is startLoop with more options for New.
+func startLoopWith(t *testing.T, cs *fake.Clientset, opts []Option, plugins ...testPlugin) *Scheduler {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 
@@ -74,10 +81,10 @@ func startLoop(t *testing.T, cs *fake.Clientset, plugins ...testPlugin) *Schedul
 	name := testProfile
 	profile.SchedulerName = &name
 
-	s, err := New(ctx, cs, r,
+	s, err := New(ctx, cs, r, append([]Option{
 		WithDefaultPlugins(&configv1.Plugins{}),
 		WithPodBackoff(10*time.Millisecond, 10*time.Millisecond),
-		WithPodMaxInUnschedulablePodsDuration(time.Hour))
+		WithPodMaxInUnschedulablePodsDuration(time.Hour)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +220,50 @@ func TestPersistentVolumeAddRequeuesRejectedPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "the pod to be bound after the PV was added", func() bool { return boundTo(cs, "pending") == "node-1" })
+}
+
+// customResource stands for a plugin's custom resource: ConfigMaps watched
+// by an informer the scheduler does not own, passed in with WithEventSource.
+const customResource framework.EventResource = "configmaps.v1.example.com"
+
+// needsCustom rejects every node until a "custom" object exists; it
+// registers customResource Add only, with no hint.
+type needsCustom struct{ store cache.Store }
+
+const needsCustomName = "NeedsCustom"
+
+func (*needsCustom) Name() string { return needsCustomName }
+func (pl *needsCustom) Filter(context.Context, *framework.CycleState, *v1.Pod, *framework.NodeInfo) *framework.Status {
+	if len(pl.store.List()) == 0 {
+		return framework.NewStatus(framework.Unschedulable, "no custom object yet")
+	}
+	return nil
+}
+func (*needsCustom) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
+	return []framework.ClusterEventWithHint{{Event: framework.ClusterEvent{Resource: customResource, ActionType: framework.Add}}}, nil
+}
+
+func TestEventSourceRequeuesRejectedPod(t *testing.T) {
+	cs := fake.NewClientset(st.MakeNode().Name("node-1").Obj())
+	// Not the scheduler's factory: the source belongs to its caller.
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	custom := factory.Core().V1().ConfigMaps().Informer()
+	factory.Start(t.Context().Done())
+	t.Cleanup(factory.Shutdown)
+	newNeedsCustom := func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		return &needsCustom{store: custom.GetStore()}, nil
+	}
+	s := startLoopWith(t, cs, []Option{WithEventSource(customResource, custom)}, testPlugin{needsCustomName, newNeedsCustom})
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pendingPod(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnschedulable(t, s)
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, &v1.ConfigMap{ObjectMeta: objectMeta(metav1.NamespaceDefault)}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The periodic flush is an hour away: only the event can move the pod.
+	poll(t, "the pod to be bound after the custom object was added", func() bool { return boundTo(cs, "pending") == "node-1" })
 }
 
 // recorder rejects every pod and registers {resource, All} for each

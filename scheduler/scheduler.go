@@ -56,9 +56,10 @@ type Scheduler struct {
 	podLister       listersv1.PodLister
 	podInformer     cache.SharedIndexInformer
 	nodeInformer    cache.SharedIndexInformer
-	// storageInformers only feed the queue (and the plugins' listers).
-	storageInformers []resourceInformer
-	handlers         []cache.ResourceEventHandlerRegistration
+	// eventSources only feed the queue (and the plugins' listers): the
+	// storage informers and those passed in with WithEventSource.
+	eventSources []resourceInformer
+	handlers     []cache.ResourceEventHandlerRegistration
 
 	profiles    *profiles.Set
 	cache       *internalcache.Cache
@@ -119,10 +120,20 @@ type options struct {
 	podMaxInUnschedulableDuration time.Duration
 	assumedPodTTL                 time.Duration
 	stalledCycleTimeout           time.Duration
+	eventSources                  []resourceInformer
 }
 
 // Option configures New.
 type Option func(*options)
+
+// WithEventSource reports every change that informer sees to the queue as a
+// cluster event of resource, for plugins that registered it (e.g.
+// Coscheduling's PodGroups). The caller runs the informer.
+func WithEventSource(resource framework.EventResource, informer EventSource) Option {
+	return func(o *options) {
+		o.eventSources = append(o.eventSources, resourceInformer{resource: resource, informer: informer})
+	}
+}
 
 // WithInformerFactory shares an informer factory with other components. Its
 // pod informer should leave out terminal pods, as the default one does.
@@ -238,7 +249,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
 	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
-	s.storageInformers = newStorageInformers(s.informerFactory)
+	s.eventSources = append(newStorageInformers(s.informerFactory), o.eventSources...)
 
 	s.queue = queue.New(
 		queue.WithPodLister(s.podLister),

@@ -58,7 +58,7 @@ func (s *Scheduler) startInformers(ctx context.Context) {
 // seen every existing object, and reports whether they did before ctx ended.
 func (s *Scheduler) waitForInformers(ctx context.Context) bool {
 	synced := []cache.InformerSynced{s.podInformer.HasSynced, s.nodeInformer.HasSynced}
-	for _, ri := range s.storageInformers {
+	for _, ri := range s.eventSources {
 		synced = append(synced, ri.informer.HasSynced)
 	}
 	for _, h := range s.handlers {
