@@ -36,7 +36,7 @@ type frameworkOptions struct {
 	snapshotSharedLister           framework.SharedLister
 	podNominator                   framework.PodNominator
 	podActivator                   framework.PodActivator
-	waitingPodObserver             framework.WaitingPodObserver
+	waitingPodObservers            []framework.WaitingPodObserver
 	parallelism                    int
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
@@ -76,9 +76,10 @@ func WithPodActivator(a framework.PodActivator) Option {
 	return func(o *frameworkOptions) { o.podActivator = a }
 }
 
-// WithWaitingPodObserver sets who is told about pods held at Permit.
+// WithWaitingPodObserver adds obs to those told about pods held at Permit,
+// in the order the options were given.
 func WithWaitingPodObserver(obs framework.WaitingPodObserver) Option {
-	return func(o *frameworkOptions) { o.waitingPodObserver = obs }
+	return func(o *frameworkOptions) { o.waitingPodObservers = append(o.waitingPodObservers, obs) }
 }
 
 // WithParallelism sets the goroutines used for Filter and Score; <= 0 means GOMAXPROCS.
@@ -121,7 +122,7 @@ type frameworkImpl struct {
 	snapshotSharedLister framework.SharedLister
 	podNominator         framework.PodNominator
 	podActivator         framework.PodActivator
-	waitingPodObserver   framework.WaitingPodObserver
+	waitingPodObservers  []framework.WaitingPodObserver
 	parallelizer         framework.Parallelizer
 	metrics              *metrics.Metrics
 
@@ -206,7 +207,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		snapshotSharedLister:           o.snapshotSharedLister,
 		podNominator:                   o.podNominator,
 		podActivator:                   o.podActivator,
-		waitingPodObserver:             o.waitingPodObserver,
+		waitingPodObservers:            o.waitingPodObservers,
 		parallelizer:                   framework.NewParallelizer(o.parallelism),
 		metrics:                        o.metrics,
 		pluginsMap:                     map[string]framework.Plugin{},
@@ -557,8 +558,8 @@ func (f *frameworkImpl) AllowWaitingPodsTogether(pluginName string, pods []frame
 // waitChanged tells the observer that a held pod's pending plugins or
 // their messages changed.
 func (f *frameworkImpl) waitChanged(wp *waitingPod) {
-	if f.waitingPodObserver != nil {
-		f.waitingPodObserver.PodWaitChanged(f.profileName, wp)
+	for _, obs := range f.waitingPodObservers {
+		obs.PodWaitChanged(f.profileName, wp)
 	}
 }
 

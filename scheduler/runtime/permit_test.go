@@ -337,9 +337,10 @@ func (o *recordingObserver) PodResolved(profile string, pod *v1.Pod, r framework
 }
 
 func TestWaitingPodObserver(t *testing.T) {
-	obs := &recordingObserver{}
+	// Every observer given is told, in order.
+	obs, second := &recordingObserver{}, &recordingObserver{}
 	extra := map[string]framework.Plugin{"A": &permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute}}
-	fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled("A")}, WithWaitingPodObserver(obs))
+	fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled("A")}, WithWaitingPodObserver(obs), WithWaitingPodObserver(second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,6 +366,9 @@ func TestWaitingPodObserver(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, obs.events); diff != "" {
 		t.Errorf("observer events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, second.events); diff != "" {
+		t.Errorf("second observer's events (-want +got):\n%s", diff)
 	}
 }
 

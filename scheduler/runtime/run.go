@@ -559,8 +559,8 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 	if waitStatus.IsWait() {
 		wp := newWaitingPod(pod, nodeName, waits, f.waitChanged)
 		f.waitingPods.add(wp)
-		if f.waitingPodObserver != nil {
-			f.waitingPodObserver.PodWaiting(f.profileName, wp)
+		for _, obs := range f.waitingPodObservers {
+			obs.PodWaiting(f.profileName, wp)
 		}
 		if f.closed.Load() {
 			wp.Reject("", "scheduling profile instance was retired")
@@ -600,8 +600,8 @@ func (f *frameworkImpl) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framewor
 		s = <-wp.s
 	}
 	f.metrics.PermitWaitDuration.WithLabelValues(s.Code().String()).Observe(time.Since(start).Seconds())
-	if f.waitingPodObserver != nil {
-		f.waitingPodObserver.PodResolved(f.profileName, pod, wp.resolution, s)
+	for _, obs := range f.waitingPodObservers {
+		obs.PodResolved(f.profileName, pod, wp.resolution, s)
 	}
 	if s.IsSuccess() {
 		return nil
