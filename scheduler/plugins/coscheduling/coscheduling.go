@@ -1,0 +1,564 @@
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "Coscheduling"
+
+// PodGroupEvents is the queue event resource of PodGroups (upstream's GVK string form).
+const PodGroupEvents framework.EventResource = "podgroups.v1alpha1.scheduling.x-k8s.io"
+
+// Upstream's status messages.
+const (
+	msgPodGroupNotFound  = "PodGroup not found"
+	msgNoPodGroup        = "can not find pod group"
+	msgRejectPostFilter  = "optimistic rejection in PostFilter"
+	msgRejectInUnreserve = "rejection in Unreserve"
+)
+
+// resourceCheckMinTTL is how long a passed resource check is remembered
+// when permitWaitingTimeSeconds is 0: upstream's cache then falls back to
+// its default expiration.
+const resourceCheckMinTTL = 3 * time.Second
+
+// defaultWaitTime is upstream's wait when neither the group nor the args
+// give one.
+const defaultWaitTime = 60 * time.Second
+
+// PodGroups looks up PodGroups; the operator backs it with its informer cache (no API call).
+type PodGroups interface {
+	// Get returns the PodGroup namespace/name, or nil and no error when there is none.
+	Get(ctx context.Context, namespace, name string) (*podgroupv1alpha1.PodGroup, error)
+}
+
+// Option configures the plugin's factory.
+type Option func(*options)
+
+type options struct {
+	clock clock.PassiveClock
+}
+
+// WithClock sets the clock that times backoff, resource checks and
+// failures (tests).
+func WithClock(clk clock.PassiveClock) Option {
+	return func(o *options) { o.clock = clk }
+}
+
+// Register adds the plugin, backed by groups, to r.
+func Register(r fwkruntime.Registry, groups PodGroups, opts ...Option) error {
+	return r.Register(Name, NewFactory(groups, opts...), fwkruntime.TypedArgs(func() *CoschedulingArgs { return &CoschedulingArgs{} }, SetDefaults, Validate))
+}
+
+// NewFactory returns the plugin factory, backed by groups.
+func NewFactory(groups PodGroups, opts ...Option) fwkruntime.Factory {
+	o := options{clock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return func(_ context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+		args, ok := obj.(*CoschedulingArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args of type CoschedulingArgs, got %T", obj)
+		}
+		return &coscheduling{
+			handle:          h,
+			groups:          groups,
+			pods:            h.SharedInformerFactory().Core().V1().Pods().Lister(),
+			clock:           o.clock,
+			permitWait:      time.Duration(*args.PermitWaitingTimeSeconds) * time.Second,
+			backoff:         time.Duration(*args.PodGroupBackoffSeconds) * time.Second,
+			rejectThreshold: float64(*args.PodGroupRejectPercentage) / 100,
+			admitted:        map[types.UID]string{},
+			backedOff:       map[string]time.Time{},
+			resourcesOK:     map[string]time.Time{},
+			lastFailure:     map[string]time.Time{},
+		}, nil
+	}
+}
+
+type coscheduling struct {
+	handle          framework.Handle
+	groups          PodGroups
+	pods            corelisters.PodLister
+	clock           clock.PassiveClock
+	permitWait      time.Duration
+	backoff         time.Duration
+	rejectThreshold float64
+
+	// mu guards the maps below and makes Permit's count and its allowing
+	// of the waiting members one step against other Permits and
+	// Unreserves. Lock order: mu, then the framework's waiting-pods lock
+	// (IterateOverWaitingPods) or a waiting pod's lock (Allow, Reject,
+	// SetPendingMessage, AllowWaitingPodsTogether). The framework calls
+	// plugins and its observers without holding those locks, so it never
+	// waits for mu while holding one. The queue calls Less under its own
+	// lock, and Less takes mu; the plugin never calls into the queue.
+	mu sync.Mutex
+	// admitted maps the UID of each member this plugin let past Permit
+	// (Success, or allowed as a waiting member) to its group's full name,
+	// until its Unreserve runs. Entries of pods gone from the informer are
+	// dropped when their group is counted.
+	admitted map[types.UID]string
+	// backedOff maps a group's full name to when its backoff ends.
+	backedOff map[string]time.Time
+	// resourcesOK maps a group's full name to when its passed minResources
+	// check expires (upstream's permittedPG).
+	resourcesOK map[string]time.Time
+	// lastFailure maps a group's full name to when it last failed; Less
+	// sorts the group's pods by it so a failed group does not block the
+	// head of the queue (scheduler-plugins #949).
+	lastFailure map[string]time.Time
+}
+
+var (
+	_ framework.QueueSortPlugin   = (*coscheduling)(nil)
+	_ framework.PreFilterPlugin   = (*coscheduling)(nil)
+	_ framework.PostFilterPlugin  = (*coscheduling)(nil)
+	_ framework.PermitPlugin      = (*coscheduling)(nil)
+	_ framework.ReservePlugin     = (*coscheduling)(nil)
+	_ framework.EnqueueExtensions = (*coscheduling)(nil)
+)
+
+func (pl *coscheduling) Name() string { return Name }
+
+// groupName returns the pod's group label, empty when it has none.
+func groupName(pod *v1.Pod) string {
+	return pod.Labels[podgroupv1alpha1.PodGroupLabel]
+}
+
+// fullName is upstream's key of a group: namespace/label.
+func fullName(pod *v1.Pod) string {
+	return pod.Namespace + "/" + groupName(pod)
+}
+
+// isMember reports whether pod belongs to the group namespace/name.
+func isMember(pod *v1.Pod, namespace, name string) bool {
+	return pod.Namespace == namespace && groupName(pod) == name
+}
+
+// podGroup returns the pod's PodGroup, or nil when the pod has no group
+// label or its PodGroup does not exist.
+func (pl *coscheduling) podGroup(ctx context.Context, pod *v1.Pod) (*podgroupv1alpha1.PodGroup, error) {
+	name := groupName(pod)
+	if name == "" {
+		return nil, nil
+	}
+	pg, err := pl.groups.Get(ctx, pod.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("getting PodGroup %s/%s of pod %s: %w", pod.Namespace, name, klog.KObj(pod), err)
+	}
+	return pg, nil
+}
+
+// members lists the group's pods from the pod informer: every phase but
+// the terminal ones, which the scheduler's informer leaves out.
+func (pl *coscheduling) members(namespace, name string) ([]*v1.Pod, error) {
+	return pl.pods.Pods(namespace).List(labels.SelectorFromSet(labels.Set{podgroupv1alpha1.PodGroupLabel: name}))
+}
+
+// waitingMembers returns the group's pods waiting at Permit. It takes the
+// framework's waiting-pods lock only while collecting.
+func (pl *coscheduling) waitingMembers(namespace, name string) []framework.WaitingPod {
+	var out []framework.WaitingPod
+	pl.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+		if isMember(wp.GetPod(), namespace, name) {
+			out = append(out, wp)
+		}
+	})
+	return out
+}
+
+// Less orders pods by priority, then by their group's last failure or
+// creation time (the pod's first queueing time when it has no group), then
+// by namespace/name, as upstream does.
+func (pl *coscheduling) Less(a, b *framework.QueuedPodInfo) bool {
+	p1, p2 := corev1helpers.PodPriority(a.Pod), corev1helpers.PodPriority(b.Pod)
+	if p1 != p2 {
+		return p1 > p2
+	}
+	t1, t2 := pl.queueTime(a), pl.queueTime(b)
+	if !t1.Equal(t2) {
+		return t1.Before(t2)
+	}
+	return a.Pod.Namespace+"/"+a.Pod.Name < b.Pod.Namespace+"/"+b.Pod.Name
+}
+
+func (pl *coscheduling) queueTime(qpi *framework.QueuedPodInfo) time.Time {
+	initial := qpi.Timestamp
+	if qpi.InitialAttemptTimestamp != nil {
+		initial = *qpi.InitialAttemptTimestamp
+	}
+	pod := qpi.Pod
+	if groupName(pod) == "" {
+		return initial
+	}
+	pl.mu.Lock()
+	failed, ok := pl.lastFailure[fullName(pod)]
+	pl.mu.Unlock()
+	if ok {
+		return failed
+	}
+	// Less has no context; the lookup is served from a cache.
+	pg, err := pl.podGroup(context.Background(), pod)
+	if err != nil || pg == nil {
+		return initial
+	}
+	return pg.CreationTimestamp.Time
+}
+
+// PreFilter keeps a member from taking a node while its group is backed
+// off, has too few members or gated members, or cannot fit minResources.
+// Every refusal is UnschedulableAndUnresolvable, so preemption does not
+// run for it, as upstream.
+func (pl *coscheduling) PreFilter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	pg, err := pl.podGroup(ctx, pod)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	if pg == nil {
+		return nil, nil
+	}
+	if err := pl.preFilter(ctx, pod, pg); err != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	return nil, nil
+}
+
+func (pl *coscheduling) preFilter(ctx context.Context, pod *v1.Pod, pg *podgroupv1alpha1.PodGroup) error {
+	full := fullName(pod)
+	now := pl.clock.Now()
+	pl.mu.Lock()
+	backedOff := pl.unexpired(pl.backedOff, full, now)
+	pl.mu.Unlock()
+	if backedOff {
+		return fmt.Errorf("podGroup %v failed recently", full)
+	}
+	pods, err := pl.members(pod.Namespace, pg.Name)
+	if err != nil {
+		return fmt.Errorf("podLister list pods failed: %w", err)
+	}
+	minMember := int(pg.Spec.MinMember)
+	quorumGap := minMember - len(pods)
+	if quorumGap > 0 {
+		return fmt.Errorf("pre-filter pod %v cannot find enough sibling pods, current pods number: %v, minMember of group: %v", pod.Name, len(pods), minMember)
+	}
+	for _, p := range pods {
+		if len(p.Spec.SchedulingGates) > 0 {
+			quorumGap++
+		}
+		if quorumGap > 0 {
+			return fmt.Errorf("pre-filter pod %v cannot proceed due to gated pods in the same PodGroup", pod.Name)
+		}
+	}
+	if pg.Spec.MinResources == nil {
+		return nil
+	}
+	pl.mu.Lock()
+	checked := pl.unexpired(pl.resourcesOK, full, now)
+	pl.mu.Unlock()
+	if checked {
+		return nil
+	}
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return err
+	}
+	minResources := pg.Spec.MinResources.DeepCopy()
+	minResources[v1.ResourcePods] = *resource.NewQuantity(int64(minMember), resource.DecimalSI)
+	if err := checkClusterResource(klog.FromContext(ctx), nodes, minResources, full); err != nil {
+		return err
+	}
+	ttl := pl.permitWait
+	if ttl == 0 {
+		ttl = resourceCheckMinTTL
+	}
+	pl.mu.Lock()
+	// Like upstream's cache Add, an unexpired entry is not extended.
+	if !pl.unexpired(pl.resourcesOK, full, now) {
+		pl.resourcesOK[full] = now.Add(ttl)
+	}
+	pl.mu.Unlock()
+	return nil
+}
+
+// unexpired reports whether m holds an end time after now for key, and
+// drops an expired one. Callers hold mu.
+func (pl *coscheduling) unexpired(m map[string]time.Time, key string, now time.Time) bool {
+	end, ok := m[key]
+	if !ok {
+		return false
+	}
+	if now.Before(end) {
+		return true
+	}
+	delete(m, key)
+	return false
+}
+
+// checkClusterResource subtracts from request what every node has left,
+// counting the group's own pods there as free, and reports what remains
+// unmet. Like upstream it sums over nodes, whatever their taints or
+// schedulability, so it does not see fragmentation. request is consumed.
+func checkClusterResource(logger klog.Logger, nodes []*framework.NodeInfo, request v1.ResourceList, full string) error {
+	for _, info := range nodes {
+		if info == nil || info.Node() == nil {
+			continue
+		}
+		left := nodeLeft(logger, info, full)
+		for name, quant := range request {
+			quant.Sub(left[name])
+			if quant.Sign() <= 0 {
+				delete(request, name)
+				continue
+			}
+			request[name] = quant
+		}
+		if len(request) == 0 {
+			return nil
+		}
+	}
+	// Upstream prints the Quantity structs; their strings read better.
+	gap := make(map[v1.ResourceName]string, len(request))
+	for name, quant := range request {
+		gap[name] = quant.String()
+	}
+	return fmt.Errorf("resource gap: %v", gap)
+}
+
+// nodeLeft is what info has left once the pods of group full are taken off
+// it; values may be negative on an overcommitted node.
+func nodeLeft(logger klog.Logger, info *framework.NodeInfo, full string) v1.ResourceList {
+	info = info.Snapshot()
+	for _, pi := range append([]*framework.PodInfo(nil), info.Pods...) {
+		if groupName(pi.Pod) != "" && fullName(pi.Pod) == full {
+			if err := info.RemovePod(logger, pi.Pod); err != nil {
+				logger.Error(err, "Removing a group's pod from a node copy", "pod", klog.KObj(pi.Pod), "node", info.Node().Name)
+			}
+		}
+	}
+	alloc, req := info.Allocatable, info.Requested
+	left := v1.ResourceList{
+		v1.ResourcePods:             *resource.NewQuantity(int64(alloc.AllowedPodNumber-len(info.Pods)), resource.BinarySI),
+		v1.ResourceCPU:              *resource.NewMilliQuantity(alloc.MilliCPU-req.MilliCPU, resource.DecimalSI),
+		v1.ResourceMemory:           *resource.NewQuantity(alloc.Memory-req.Memory, resource.BinarySI),
+		v1.ResourceEphemeralStorage: *resource.NewQuantity(alloc.EphemeralStorage-req.EphemeralStorage, resource.BinarySI),
+	}
+	for name, q := range alloc.ScalarResources {
+		format := resource.DecimalSI
+		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+			format = resource.BinarySI
+		}
+		left[name] = *resource.NewQuantity(q-req.ScalarResources[name], format)
+	}
+	return left
+}
+
+func (pl *coscheduling) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
+// PostFilter rejects the whole group when a member fits nowhere and more
+// than podGroupRejectPercentage of minMember is still unassigned: its
+// waiting members give their nodes back, and the group backs off.
+func (pl *coscheduling) PostFilter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
+	pg, err := pl.podGroup(ctx, pod)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	if pg == nil {
+		return &framework.PostFilterResult{}, framework.NewStatus(framework.Unschedulable, msgNoPodGroup)
+	}
+	full := fullName(pod)
+	minMember := int(pg.Spec.MinMember)
+
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	assigned, _ := pl.assigned(pod.Namespace, pg.Name)
+	if len(assigned) >= minMember {
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	if float64(minMember-len(assigned))/float64(minMember) <= pl.rejectThreshold {
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	for _, wp := range pl.waitingMembers(pod.Namespace, pg.Name) {
+		wp.Reject(Name, msgRejectPostFilter)
+	}
+	if pl.backoff > 0 {
+		if pods, err := pl.members(pod.Namespace, pg.Name); err == nil && len(pods) >= minMember {
+			now := pl.clock.Now()
+			// Like upstream's cache Add, an unexpired backoff is not extended.
+			if !pl.unexpired(pl.backedOff, full, now) {
+				pl.backedOff[full] = now.Add(pl.backoff)
+			}
+		}
+	}
+	delete(pl.resourcesOK, full)
+	pl.lastFailure[full] = pl.clock.Now()
+	return nil, framework.NewStatus(framework.Unschedulable,
+		fmt.Sprintf("PodGroup %v gets rejected due to Pod %v is unschedulable even after PostFilter", full, pod.Name))
+}
+
+// assigned returns the UIDs of the group's members that have a node: bound
+// ones (per the informer), those admitted and not unreserved since, and
+// those waiting at Permit; and the waiting ones. It drops admitted entries
+// of the group's pods that are gone. Callers hold mu.
+//
+// Bound members are read from the informer, not the snapshot: the snapshot
+// also holds assumed pods, among them a rejected member whose Unreserve has
+// not run yet, which must not count.
+func (pl *coscheduling) assigned(namespace, name string) (map[types.UID]bool, []framework.WaitingPod) {
+	out := map[types.UID]bool{}
+	pods, err := pl.members(namespace, name)
+	if err == nil {
+		live := make(map[types.UID]bool, len(pods))
+		for _, p := range pods {
+			live[p.UID] = true
+			if p.Spec.NodeName != "" {
+				out[p.UID] = true
+			}
+		}
+		full := namespace + "/" + name
+		for uid, g := range pl.admitted {
+			if g != full {
+				continue
+			}
+			if !live[uid] {
+				delete(pl.admitted, uid)
+				continue
+			}
+			out[uid] = true
+		}
+	}
+	waiting := pl.waitingMembers(namespace, name)
+	for _, wp := range waiting {
+		out[wp.GetPod().UID] = true
+	}
+	return out, waiting
+}
+
+// Permit holds a member until minMember members of its group have a node,
+// then lets them all through at once (see the package doc).
+func (pl *coscheduling) Permit(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
+	if groupName(pod) == "" {
+		return nil, 0
+	}
+	pg, err := pl.podGroup(ctx, pod)
+	if err != nil {
+		return framework.AsStatus(err), 0
+	}
+	if pg == nil {
+		return framework.NewStatus(framework.Unschedulable, msgPodGroupNotFound), 0
+	}
+	full := fullName(pod)
+	minMember := int(pg.Spec.MinMember)
+
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	assigned, waiting := pl.assigned(pod.Namespace, pg.Name)
+	assigned[pod.UID] = true
+	if len(assigned) >= minMember && pl.handle.AllowWaitingPodsTogether(Name, waiting) {
+		for _, wp := range waiting {
+			pl.admitted[wp.GetPod().UID] = full
+		}
+		pl.admitted[pod.UID] = full
+		delete(pl.lastFailure, full)
+		klog.FromContext(ctx).V(3).Info("Pod group reached its quorum", "podGroup", full, "members", len(assigned), "minMember", minMember)
+		return nil, 0
+	}
+	// Either too few members have a node, or a waiting one was resolved
+	// meanwhile; its Unreserve rejects the others, as upstream's does.
+	msg := fmt.Sprintf("%d/%d members assigned", len(assigned), minMember)
+	for _, wp := range waiting {
+		wp.SetPendingMessage(Name, msg)
+	}
+	pl.activateSiblings(state, pod)
+	return framework.NewStatus(framework.Wait, msg), pl.waitTime(pg)
+}
+
+// waitTime is the group's scheduleTimeoutSeconds, else
+// permitWaitingTimeSeconds, with upstream's precedence and fallbacks.
+func (pl *coscheduling) waitTime(pg *podgroupv1alpha1.PodGroup) time.Duration {
+	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil {
+		if *s != 0 {
+			return time.Duration(*s) * time.Second
+		}
+		return pl.permitWait
+	}
+	if pl.permitWait != 0 {
+		return pl.permitWait
+	}
+	return defaultWaitTime
+}
+
+// activateSiblings asks the scheduler to move the pod's siblings to the
+// active queue, so that members parked as unschedulable get their turn.
+func (pl *coscheduling) activateSiblings(state *framework.CycleState, pod *v1.Pod) {
+	toActivate, err := framework.ReadAs[*framework.PodsToActivate](state, framework.PodsToActivateKey)
+	if err != nil {
+		return
+	}
+	pods, err := pl.members(pod.Namespace, groupName(pod))
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if p.UID != pod.UID {
+			toActivate.Add(p)
+		}
+	}
+}
+
+// Reserve does nothing; the plugin is a Reserve plugin for Unreserve.
+func (pl *coscheduling) Reserve(context.Context, *framework.CycleState, *v1.Pod, string) *framework.Status {
+	return nil
+}
+
+// Unreserve runs when a member failed after Reserve (rejected, timed out,
+// deleted while waiting, binding failed): the members still waiting give
+// their nodes back too, and the group is marked failed.
+func (pl *coscheduling) Unreserve(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) {
+	pg, err := pl.podGroup(ctx, pod)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Unreserving a pod group member")
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	delete(pl.admitted, pod.UID)
+	if pg == nil {
+		return
+	}
+	for _, wp := range pl.waitingMembers(pod.Namespace, pg.Name) {
+		wp.Reject(Name, msgRejectInUnreserve)
+	}
+	full := fullName(pod)
+	delete(pl.resourcesOK, full)
+	pl.lastFailure[full] = pl.clock.Now()
+}
+
+// EventsToRegister is upstream's: a new pod may complete a group, and a
+// new or changed PodGroup may let its members through. Neither has a
+// queueing hint (upstream's were reverted in scheduler-plugins #983).
+func (pl *coscheduling) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
+	return []framework.ClusterEventWithHint{
+		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Add}},
+		{Event: framework.ClusterEvent{Resource: PodGroupEvents, ActionType: framework.Add | framework.Update}},
+	}, nil
+}
