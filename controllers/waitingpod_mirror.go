@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -77,6 +78,8 @@ type record struct {
 	profile   string
 	node      string
 	deadlines map[string]time.Time
+	// messages say, per pending plugin that says one, what it waits for.
+	messages map[string]string
 	// observed is set once the scheduler reported a wait.
 	observed bool
 	resolved bool
@@ -191,19 +194,21 @@ func (r *record) forgetWaitingPod() {
 // PodWaiting records that a pod is held at Permit.
 func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	pod := wp.GetPod()
-	node, deadlines := wp.GetNodeName(), wp.GetPendingPluginDeadlines()
+	node, deadlines, messages := wp.GetNodeName(), wp.GetPendingPluginDeadlines(), wp.GetPendingPluginMessages()
 	m.update(pod.Namespace, pod.Name, func(rec *record) {
 		rec.observe(pod)
-		rec.profile, rec.node, rec.deadlines = profile, node, deadlines
+		rec.profile, rec.node, rec.deadlines, rec.messages = profile, node, deadlines, messages
 		rec.observed, rec.resolved, rec.resolution, rec.message = true, false, 0, ""
 	})
 }
 
-// PodWaitChanged records that what holds a pod at Permit changed. A wait
-// the record does not hold (ended, or of an earlier pod of the name) is past.
+// PodWaitChanged records that what holds a pod at Permit changed: a plugin
+// allowed it while others still hold it, or a plugin said anew what it
+// waits for. A wait the record does not hold (ended, or of an earlier pod
+// of the name) is past: a report of it that comes late changes nothing.
 func (m *WaitingPodMirror) PodWaitChanged(profile string, wp framework.WaitingPod) {
 	pod := wp.GetPod()
-	deadlines := wp.GetPendingPluginDeadlines()
+	deadlines, messages := wp.GetPendingPluginDeadlines(), wp.GetPendingPluginMessages()
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	m.mu.Lock()
 	rec := m.records[key]
@@ -211,7 +216,7 @@ func (m *WaitingPodMirror) PodWaitChanged(profile string, wp framework.WaitingPo
 		m.mu.Unlock()
 		return
 	}
-	rec.profile, rec.deadlines = profile, deadlines
+	rec.profile, rec.deadlines, rec.messages = profile, deadlines, messages
 	rec.version++
 	m.mu.Unlock()
 	m.queue.Add(key)
@@ -222,7 +227,7 @@ func (m *WaitingPodMirror) PodResolved(profile string, pod *corev1.Pod, resoluti
 	m.update(pod.Namespace, pod.Name, func(rec *record) {
 		// The node stays from the wait being resolved, if it was seen.
 		rec.observe(pod)
-		rec.profile, rec.deadlines = profile, nil
+		rec.profile, rec.deadlines, rec.messages = profile, nil, nil
 		rec.observed, rec.resolved, rec.resolution, rec.message = true, true, resolution, status.Message()
 	})
 }
@@ -461,8 +466,8 @@ func olderThan(a, b string) (bool, error) {
 
 // statusFields are the fields of WaitingPodStatus, each sent in every write:
 // null for one the record leaves empty, so nothing else stays there.
-func statusFields() [6]string {
-	return [...]string{"podUID", "profile", "nodeName", "pendingPlugins", "expires", "conditions"}
+func statusFields() [8]string {
+	return [...]string{"podUID", "profile", "podGroup", "nodeName", "pendingPlugins", "expires", "message", "conditions"}
 }
 
 // writeStatus replaces wp's status with status, in a merge patch that names
@@ -534,18 +539,26 @@ func desiredStatus(rec *record, now time.Time) schedulingv1alpha1.WaitingPodStat
 func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, set func(metav1.Condition)) {
 	st.PodUID = rec.pod.UID
 	st.Profile = rec.profile
+	st.PodGroup = rec.pod.Labels[podgroupv1alpha1.PodGroupLabel]
 	st.NodeName = rec.node
 	st.PendingPlugins = nil
 	st.Expires = nil
+	st.Message = ""
 	if !rec.resolved {
 		pending := slices.Sorted(maps.Keys(rec.deadlines))
+		var said []string
 		for _, name := range pending {
 			d := metav1.NewTime(rec.deadlines[name].Truncate(time.Second))
-			st.PendingPlugins = append(st.PendingPlugins, schedulingv1alpha1.PendingPlugin{Name: name, Deadline: &d})
+			msg := rec.messages[name]
+			st.PendingPlugins = append(st.PendingPlugins, schedulingv1alpha1.PendingPlugin{Name: name, Deadline: &d, Message: msg})
 			if st.Expires == nil || d.Before(st.Expires) {
 				st.Expires = &d
 			}
+			if msg != "" {
+				said = append(said, name+": "+msg)
+			}
 		}
+		st.Message = strings.Join(said, "; ")
 		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,
 			Message: fmt.Sprintf("Held on node %s by %s", rec.node, strings.Join(pending, ", ")),

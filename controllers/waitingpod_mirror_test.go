@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -91,6 +93,51 @@ func (w *fakeWaitingPod) GetPendingPluginDeadlines() map[string]time.Time {
 	return deadlines
 }
 
+func (w *fakeWaitingPod) GetPendingPluginMessages() map[string]string { return nil }
+
+// sayingWaitingPod is a held pod whose pending plugins say what they wait
+// for.
+type sayingWaitingPod struct {
+	*fakeWaitingPod
+	messages map[string]string
+}
+
+func (w *sayingWaitingPod) GetPendingPluginMessages() map[string]string { return w.messages }
+
+// heldSaying is pod held by the plugins named in messages, each saying its
+// message; an empty one says nothing.
+func heldSaying(pod *corev1.Pod, messages map[string]string) *sayingWaitingPod {
+	w := &sayingWaitingPod{fakeWaitingPod: &fakeWaitingPod{pod: pod}, messages: map[string]string{}}
+	for name, msg := range messages {
+		w.pending = append(w.pending, name)
+		if msg != "" {
+			w.messages[name] = msg
+		}
+	}
+	return w
+}
+
+func gangPod(uid types.UID, group string) *corev1.Pod {
+	pod := trainPod(uid)
+	pod.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: group, "app": "train"}
+	return pod
+}
+
+// said is what a status says of its pending plugins: each one's message,
+// and the summary.
+type said struct {
+	Plugins map[string]string
+	Message string
+}
+
+func saidIn(st schedulingv1alpha1.WaitingPodStatus) said {
+	s := said{Plugins: map[string]string{}, Message: st.Message}
+	for _, p := range st.PendingPlugins {
+		s.Plugins[p.Name] = p.Message
+	}
+	return s
+}
+
 func TestMirrorWritesHoldDecisionAndEndTogetherWhenBehind(t *testing.T) {
 	f := newMirrorFixture(t)
 	pod := trainPod("pod-uid")
@@ -133,6 +180,8 @@ func TestMirrorRestoresStatusWrittenByOthers(t *testing.T) {
 
 	forged := f.get(t)
 	forged.Status.NodeName = "forged-node"
+	forged.Status.PodGroup = "forged-group"
+	forged.Status.Message = "Coscheduling: 4/4 members assigned"
 	meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by nobody"})
 	if err := f.client.Status().Update(context.Background(), forged); err != nil {
 		t.Fatal(err)
@@ -143,7 +192,7 @@ func TestMirrorRestoresStatusWrittenByOthers(t *testing.T) {
 		t.Fatalf("status writes after the forgery: %d, want 1", f.patches-patches)
 	}
 	got := f.get(t).Status
-	if got.NodeName != written.NodeName || meta.FindStatusCondition(got.Conditions, schedulingv1alpha1.WaitingPodApproved) != nil {
+	if got.NodeName != written.NodeName || got.PodGroup != "" || got.Message != "" || meta.FindStatusCondition(got.Conditions, schedulingv1alpha1.WaitingPodApproved) != nil {
 		t.Errorf("status = %+v, want the one written before, %+v", got, written)
 	}
 	select {
@@ -262,4 +311,115 @@ func TestMirrorShowsHeldPodAgainWhenItsWaitingPodGoesDuringCreation(t *testing.T
 		t.Errorf("%d creates, want the held pod shown again after its WaitingPod went", f.creates)
 	}
 	f.get(t)
+}
+
+func TestMirrorShowsGroupAndWhatPendingPluginsWaitFor(t *testing.T) {
+	const (
+		coscheduling = "Coscheduling"
+		quota        = "Quota"
+	)
+	pod := gangPod("pod-uid", "train")
+	steps := []struct {
+		name string
+		// report tells the mirror what the scheduler reported.
+		report    func(m *WaitingPodMirror)
+		wantGroup string
+		want      said
+	}{
+		{
+			name: "held, one plugin saying what it waits for",
+			report: func(m *WaitingPodMirror) {
+				m.PodWaiting("gangs", heldSaying(pod, map[string]string{coscheduling: "3/4 members assigned", manualapproval.Name: ""}))
+			},
+			wantGroup: "train",
+			want: said{
+				Plugins: map[string]string{coscheduling: "3/4 members assigned", manualapproval.Name: ""},
+				Message: "Coscheduling: 3/4 members assigned",
+			},
+		},
+		{
+			name: "two plugins say, in the order of pendingPlugins",
+			report: func(m *WaitingPodMirror) {
+				m.PodWaitChanged("gangs", heldSaying(pod, map[string]string{quota: "waiting for 2 GPUs", coscheduling: "3/4 members assigned", manualapproval.Name: "awaiting a decision"}))
+			},
+			wantGroup: "train",
+			want: said{
+				Plugins: map[string]string{coscheduling: "3/4 members assigned", manualapproval.Name: "awaiting a decision", quota: "waiting for 2 GPUs"},
+				Message: "Coscheduling: 3/4 members assigned; ManualApproval: awaiting a decision; Quota: waiting for 2 GPUs",
+			},
+		},
+		{
+			name: "a plugin changed its message, another allowed the pod",
+			report: func(m *WaitingPodMirror) {
+				m.PodWaitChanged("gangs", heldSaying(pod, map[string]string{coscheduling: "4/4 members assigned", manualapproval.Name: ""}))
+			},
+			wantGroup: "train",
+			want: said{
+				Plugins: map[string]string{coscheduling: "4/4 members assigned", manualapproval.Name: ""},
+				Message: "Coscheduling: 4/4 members assigned",
+			},
+		},
+		{
+			name: "a late report of an earlier pod of the name changes nothing",
+			report: func(m *WaitingPodMirror) {
+				m.PodWaitChanged("gangs", heldSaying(gangPod("earlier-pod", "other"), map[string]string{coscheduling: "1/2 members assigned"}))
+			},
+			wantGroup: "train",
+			want: said{
+				Plugins: map[string]string{coscheduling: "4/4 members assigned", manualapproval.Name: ""},
+				Message: "Coscheduling: 4/4 members assigned",
+			},
+		},
+		{
+			name: "the wait ended: nothing pending, the group stays",
+			report: func(m *WaitingPodMirror) {
+				m.PodResolved("gangs", pod, framework.PermitAllowed, nil)
+			},
+			wantGroup: "train",
+			want:      said{Plugins: map[string]string{}},
+		},
+	}
+	f := newMirrorFixture(t)
+	for i, step := range steps {
+		step.report(f.mirror)
+		f.sync(t)
+		if i == 0 {
+			// The first turn creates the WaitingPod; the next writes its status.
+			f.sync(t)
+		}
+		st := f.get(t).Status
+		if st.PodGroup != step.wantGroup {
+			t.Errorf("%s: podGroup = %q, want %q", step.name, st.PodGroup, step.wantGroup)
+		}
+		if diff := cmp.Diff(step.want, saidIn(st)); diff != "" {
+			t.Errorf("%s: what the pending plugins say (-want +got):\n%s", step.name, diff)
+		}
+	}
+}
+
+func TestMirrorLeavesPodGroupEmptyForPodOutsideGroups(t *testing.T) {
+	f := newMirrorFixture(t)
+	f.mirror.PodWaiting("approvals", held(trainPod("pod-uid")))
+	f.sync(t)
+	f.sync(t)
+	if st := f.get(t).Status; st.PodGroup != "" || st.Message != "" || len(st.PendingPlugins) != 1 || st.PendingPlugins[0].Message != "" {
+		t.Errorf("status = %+v, want no group and no messages", st)
+	}
+}
+
+func TestMirrorShowsLaterPodOfNameWithItsOwnGroup(t *testing.T) {
+	f := newMirrorFixture(t)
+	f.mirror.PodWaiting("gangs", heldSaying(gangPod("earlier-pod", "a"), map[string]string{"Coscheduling": "1/2 members assigned"}))
+	f.sync(t)
+	f.sync(t)
+	later := gangPod("later-pod", "b")
+	f.mirror.PodWaiting("gangs", heldSaying(later, map[string]string{"Coscheduling": "0/3 members assigned"}))
+	// The earlier pod's WaitingPod is replaced by the later pod's, whose
+	// status is written on the next turn.
+	f.sync(t)
+	f.sync(t)
+	wp := f.get(t)
+	if wp.Spec.PodUID != later.UID || wp.Status.PodUID != later.UID || wp.Status.PodGroup != "b" || wp.Status.Message != "Coscheduling: 0/3 members assigned" {
+		t.Errorf("WaitingPod = %+v, %+v; want the later pod's, in group b", wp.Spec, wp.Status)
+	}
 }

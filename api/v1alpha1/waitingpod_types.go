@@ -56,6 +56,10 @@ type PendingPlugin struct {
 	// Deadline is when the plugin's wait ends on its own.
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
+	// Message is what the plugin says it waits for, such as
+	// "3/4 members assigned", when it says so.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // WaitingPodStatus is what the scheduler observes of a held pod.
@@ -66,6 +70,10 @@ type WaitingPodStatus struct {
 	// Profile is the schedulerName of the instance holding the pod.
 	// +optional
 	Profile string `json:"profile,omitempty"`
+	// PodGroup is the PodGroup the pod belongs to (the value of its
+	// scheduling.x-k8s.io/pod-group label), when it has one.
+	// +optional
+	PodGroup string `json:"podGroup,omitempty"`
 	// NodeName is the node whose resources are reserved for the pod.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
@@ -77,6 +85,11 @@ type WaitingPodStatus struct {
 	// Expires is the earliest deadline of the pending plugins.
 	// +optional
 	Expires *metav1.Time `json:"expires,omitempty"`
+	// Message sums up what the pending plugins wait for, as
+	// "<plugin>: <message>" joined with "; " in the order of
+	// pendingPlugins, for those that say.
+	// +optional
+	Message string `json:"message,omitempty"`
 	// Conditions: Waiting, Decidable, Approved, Rejected, Expired.
 	// +optional
 	// +listType=map
@@ -125,9 +138,11 @@ const (
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.ownerReferences[0].name`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.status.podGroup`
 // +kubebuilder:printcolumn:name="Plugins",type=string,JSONPath=`.status.pendingPlugins[*].name`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WaitingPod struct {
 	metav1.TypeMeta   `json:",inline"`
