@@ -1,7 +1,8 @@
 // Package approval is the kubectl-approve and kubectl-reject plugins: it
 // records a person's decision on WaitingPods, with the caller's identity as
 // decidedBy, so that `kubectl approve waitingpod/NAME` works like
-// `kubectl certificate approve`.
+// `kubectl certificate approve`, and `kubectl approve podgroup/NAME` decides
+// every held member of a gang at once.
 package approval
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -51,8 +53,16 @@ type options struct {
 	names     []string
 }
 
+// Kinds of target, as the user named them.
+const (
+	kindWaitingPod = "waitingpod"
+	kindPod        = "pod"
+	// kindPodGroup stands for the WaitingPods of the group's members.
+	kindPodGroup = "podgroup"
+)
+
 type target struct {
-	kind string // "waitingpod" or "pod": how the user named it
+	kind string // kindWaitingPod, kindPod or kindPodGroup
 	name string
 }
 
@@ -72,8 +82,11 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		if decision == schedulingv1alpha1.DecisionReject {
 			undoUsage = fmt.Sprintf("\n  %s --undo (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--dry-run[=client|server]]", cmd)
 		}
-		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\nFlags:\n%s",
-			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, undoUsage, flags.FlagUsages())
+		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
+			"podgroup/NAME (also pg/NAME) %ss every member of PodGroup NAME that is a WaitingPod now,\n"+
+			"each as if named alone; members that reach Permit after the command are not covered:\n"+
+			"run it again for them.\n\nFlags:\n%s",
+			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, undoUsage, verb, flags.FlagUsages())
 	}
 	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
 	flags.BoolVar(&o.all, "all", false, "Decide every undecided WaitingPod in the namespace (narrowed by --selector).")
@@ -159,14 +172,18 @@ func (o *options) validate() error {
 		return errors.New("--reason does not go with --undo: undoing records no decision")
 	}
 	if !o.all && len(o.names) == 0 {
-		return errors.New("name at least one waitingpod/NAME or pod/NAME, or use --all")
+		return errors.New("name at least one waitingpod/NAME, pod/NAME or podgroup/NAME, or use --all")
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
 	for _, n := range o.names {
-		if _, err := parseTarget(n); err != nil {
+		t, err := parseTarget(n)
+		if err != nil {
 			return err
+		}
+		if o.undo && t.kind == kindPodGroup {
+			return fmt.Errorf("%q: --undo takes waitingpod/NAME or pod/NAME: name each rejection to undo", n)
 		}
 	}
 	return nil
@@ -175,15 +192,17 @@ func (o *options) validate() error {
 func parseTarget(arg string) (target, error) {
 	kind, name, found := strings.Cut(arg, "/")
 	if !found {
-		return target{kind: "waitingpod", name: arg}, nil
+		return target{kind: kindWaitingPod, name: arg}, nil
 	}
 	switch strings.ToLower(kind) {
 	case "waitingpod", "waitingpods", "wp", "waitingpod.scheduling.schedprofiles.io", "waitingpods.scheduling.schedprofiles.io":
-		kind = "waitingpod"
+		kind = kindWaitingPod
 	case "pod", "pods", "po":
-		kind = "pod"
+		kind = kindPod
+	case "podgroup", "podgroups", "pg", "podgroup.scheduling.x-k8s.io", "podgroups.scheduling.x-k8s.io":
+		kind = kindPodGroup
 	default:
-		return target{}, fmt.Errorf("%q: only waitingpod/NAME and pod/NAME can be decided", arg)
+		return target{}, fmt.Errorf("%q: only waitingpod/NAME, pod/NAME and podgroup/NAME can be decided", arg)
 	}
 	if name == "" {
 		return target{}, fmt.Errorf("%q: missing name", arg)
@@ -214,17 +233,78 @@ func (d *decider) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Each member of a group counts as if named alone; a group without
+	// members counts as one target that failed.
 	var failed []string
+	total := 0
 	for _, t := range targets {
+		if t.kind == kindPodGroup {
+			n, groupFailed := d.decideGroup(ctx, t.name)
+			total += n
+			failed = append(failed, groupFailed...)
+			continue
+		}
+		total++
 		if err := d.decide(ctx, t); err != nil {
 			fmt.Fprintf(d.stderr, "error: %v\n", err)
 			failed = append(failed, t.name)
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d not %s: %s", len(failed), len(targets), verbs[d.opts.decision], strings.Join(failed, ", "))
+		return fmt.Errorf("%d of %d not %s: %s", len(failed), total, verbs[d.opts.decision], strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// decideGroup decides every member of PodGroup group that is a WaitingPod
+// now, each as decide would, and prints a summary. Members are the
+// WaitingPods whose status names the group: only the operator writes status,
+// from the label of the pod it holds, whereas a WaitingPod's labels are
+// whatever its creator gave it. Each member is decided from the object
+// listed here, under its resourceVersion, so a WaitingPod replaced meanwhile
+// (another pod of that name, maybe of another group) is refused rather than
+// decided. It returns how many targets it stood for (its members, or itself
+// when it has none) and the names of those not decided.
+func (d *decider) decideGroup(ctx context.Context, group string) (int, []string) {
+	var list schedulingv1alpha1.WaitingPodList
+	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace)); err != nil {
+		fmt.Fprintf(d.stderr, "error: podgroup/%s: listing WaitingPods: %v\n", group, err)
+		return 1, []string{"podgroup/" + group}
+	}
+	var members []*schedulingv1alpha1.WaitingPod
+	for i := range list.Items {
+		if list.Items[i].Status.PodGroup == group {
+			members = append(members, &list.Items[i])
+		}
+	}
+	if len(members) == 0 {
+		fmt.Fprintf(d.stderr, "error: podgroup/%s has no members held at Permit in namespace %s: no WaitingPod shows that group\n", group, d.opts.namespace)
+		return 1, []string{"podgroup/" + group}
+	}
+	slices.SortFunc(members, func(a, b *schedulingv1alpha1.WaitingPod) int { return strings.Compare(a.Name, b.Name) })
+	var failed []string
+	decided, already := 0, 0
+	for _, wp := range members {
+		// Running the command again for members that reached Permit later
+		// is how a gang is decided piecemeal: members that already have
+		// this decision, for the pod held now, are reported, not failed.
+		if wp.Spec.Decision == d.opts.decision && wp.Spec.PodUID == wp.Status.PodUID {
+			fmt.Fprintf(d.stdout, "waitingpod/%s already %s\n", wp.Name, verbs[d.opts.decision])
+			already++
+			continue
+		}
+		decided++
+		if err := d.decideMember(ctx, group, wp); err != nil {
+			fmt.Fprintf(d.stderr, "error: %v\n", err)
+			failed = append(failed, wp.Name)
+		}
+	}
+	summary := fmt.Sprintf("podgroup/%s: %d of %d members %s", group, decided-len(failed), decided, verbs[d.opts.decision])
+	if already > 0 {
+		summary += fmt.Sprintf(", %d already were", already)
+	}
+	fmt.Fprintf(d.stdout, "%s%s\n", summary, d.dryRunSuffix())
+	return decided, failed
 }
 
 func (d *decider) targets(ctx context.Context) ([]target, error) {
@@ -253,7 +333,7 @@ func (d *decider) targets(ctx context.Context) ([]target, error) {
 				wp.Name, strings.Join(others, ", "), manualapproval.Name)
 			continue
 		}
-		out = append(out, target{kind: "waitingpod", name: wp.Name})
+		out = append(out, target{kind: kindWaitingPod, name: wp.Name})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no undecided WaitingPods held by %s in namespace %s", manualapproval.Name, d.opts.namespace)
@@ -349,6 +429,47 @@ func (d *decider) decide(ctx context.Context, t target) error {
 	if err != nil {
 		return err
 	}
+	return d.decideWaitingPod(ctx, wp)
+}
+
+// memberAttempts bounds how often decideMember decides a member that keeps
+// changing.
+const memberAttempts = 3
+
+// decideMember decides wp, a member of group as listed. The operator
+// rewrites members' status while the gang assembles (the count of members
+// assigned in its message), which the optimistic lock of decideWaitingPod
+// turns into conflicts; so on a conflict the member is read again and, if
+// it is the same object and still of the group, decided again. Another
+// WaitingPod of that name, or one no longer showing the group, is left alone.
+func (d *decider) decideMember(ctx context.Context, group string, wp *schedulingv1alpha1.WaitingPod) error {
+	err := d.decideWaitingPod(ctx, wp)
+	var changed *changedError
+	for range memberAttempts - 1 {
+		if !errors.As(err, &changed) {
+			break
+		}
+		cur := &schedulingv1alpha1.WaitingPod{}
+		if getErr := d.client.Get(ctx, client.ObjectKeyFromObject(wp), cur); getErr != nil || cur.UID != wp.UID || cur.Status.PodGroup != group {
+			break
+		}
+		err = d.decideWaitingPod(ctx, cur)
+	}
+	return err
+}
+
+// changedError says a WaitingPod changed between being read and decided.
+type changedError struct {
+	namespace, name string
+}
+
+func (e *changedError) Error() string {
+	return fmt.Sprintf("waitingpod %s/%s changed while deciding; run the command again", e.namespace, e.name)
+}
+
+// decideWaitingPod records the decision on wp as read, unless it changed
+// since.
+func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod) error {
 	if wp.Spec.Decision != "" {
 		by := ""
 		if wp.Spec.DecidedBy != "" {
@@ -385,7 +506,7 @@ func (d *decider) decide(ctx context.Context, t target) error {
 	// conflict instead of silently overwriting their decision.
 	if err := d.client.Patch(ctx, wp, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), d.dryRunOpts()...); err != nil {
 		if apierrors.IsConflict(err) {
-			return fmt.Errorf("waitingpod %s/%s changed while deciding; run the command again", wp.Namespace, wp.Name)
+			return &changedError{namespace: wp.Namespace, name: wp.Name}
 		}
 		return err
 	}
@@ -506,7 +627,10 @@ func (d *decider) dryRunCreateOpts() []client.CreateOption {
 }
 
 func (d *decider) dryRunSuffix() string {
-	if d.opts.dryRun == "server" {
+	switch d.opts.dryRun {
+	case "client":
+		return " (dry run)"
+	case "server":
 		return " (server dry run)"
 	}
 	return ""

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -146,7 +147,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 		r = kubectlAs("alice", "approve", "deployment/web", "-n", ns)
 		Expect(r.Code).To(Equal(2))
-		Expect(r.Stderr).To(ContainSubstring(`"deployment/web": only waitingpod/NAME and pod/NAME can be decided`))
+		Expect(r.Stderr).To(ContainSubstring(`"deployment/web": only waitingpod/NAME, pod/NAME and podgroup/NAME can be decided`))
 	})
 
 	It("refuses to decide a pod that only other Permit plugins hold, and says so", func() {
@@ -301,6 +302,151 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 		// Signed with her own name, alice's decision goes through.
 		Expect(aliceClient.Update(ctx, withDecision(get(wp.Name), "alice"))).To(Succeed())
+	})
+	// member creates a pending pod of PodGroup group and its WaitingPod,
+	// with the status the operator writes for it while plugins hold it.
+	member := func(name, group string, plugins ...string) *schedulingv1alpha1.WaitingPod {
+		GinkgoHelper()
+		wp := held(name, map[string]string{podgroupv1alpha1.PodGroupLabel: group})
+		wp.Status.PodGroup = group
+		holdBy(wp, plugins...)
+		return wp
+	}
+
+	It("decides every member of a podgroup at once, each in the caller's name, with the reason", func() {
+		members := []*schedulingv1alpha1.WaitingPod{
+			member("train-0", "train", "ManualApproval"),
+			member("train-1", "train", "Coscheduling", "ManualApproval"),
+			member("train-2", "train", "Coscheduling", "ManualApproval"),
+		}
+		member("other-0", "other", "ManualApproval")
+		// Labelled as a member but not shown in the group by the operator:
+		// labels are whatever the WaitingPod's creator gave it.
+		held("labelled", map[string]string{podgroupv1alpha1.PodGroupLabel: "train"})
+
+		r := kubectlAs("alice", "approve", "podgroup/train", "-n", ns, "--reason", "gang reviewed")
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/train-0 approved\nwaitingpod/train-1 approved\nwaitingpod/train-2 approved\npodgroup/train: 3 of 3 members approved\n"))
+		// The gang's quorum is Coscheduling's to release: the approval
+		// reaches ManualApproval only.
+		Expect(r.Stderr).To(Equal(
+			"Warning: waitingpod/train-1 is still held by Coscheduling, which an approval does not release\n" +
+				"Warning: waitingpod/train-2 is still held by Coscheduling, which an approval does not release\n"))
+		for _, wp := range members {
+			Expect(get(wp.Name).Spec).To(Equal(schedulingv1alpha1.WaitingPodSpec{
+				PodUID: wp.Spec.PodUID, Decision: schedulingv1alpha1.DecisionApprove, Reason: "gang reviewed", DecidedBy: "alice",
+			}), wp.Name)
+		}
+		Expect(get("other-0").Spec.Decision).To(BeEmpty())
+		Expect(get("labelled").Spec.Decision).To(BeEmpty())
+
+		// Run again, as for members that reach Permit later: those with
+		// this decision already are reported, the new one is decided.
+		member("train-3", "train", "Coscheduling", "ManualApproval")
+		r = kubectlAs("alice", "approve", "podgroup/train", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/train-0 already approved\nwaitingpod/train-1 already approved\nwaitingpod/train-2 already approved\n" +
+			"waitingpod/train-3 approved\npodgroup/train: 1 of 1 members approved, 3 already were\n"))
+
+		// The opposite decision: as for a single decision, nothing changes.
+		r = kubectlAs("alice", "reject", "pg/train", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("podgroup/train: 0 of 4 members rejected\n"))
+		Expect(r.Stderr).To(HaveSuffix("error: 4 of 4 not rejected: train-0, train-1, train-2, train-3\n"))
+		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("waitingpod %s/train-1 was already approved by alice; a decision cannot be changed", ns)))
+	})
+
+	It("rejects every member of a podgroup, named pg/NAME or podgroups/NAME, and dry-runs", func() {
+		member("gang-0", "gang", "ManualApproval")
+		member("gang-1", "gang", "Coscheduling", "ManualApproval")
+		Expect(run("alice", "reject", "pg/gang", "-n", ns, "--dry-run")).To(Equal(
+			"waitingpod/gang-0 rejected (dry run)\nwaitingpod/gang-1 rejected (dry run)\npodgroup/gang: 2 of 2 members rejected (dry run)\n"))
+		Expect(run("alice", "reject", "podgroups/gang", "-n", ns, "--dry-run=server")).To(Equal(
+			"waitingpod/gang-0 rejected (server dry run)\nwaitingpod/gang-1 rejected (server dry run)\npodgroup/gang: 2 of 2 members rejected (server dry run)\n"))
+		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
+
+		r := kubectlAs("alice", "reject", "podgroup/gang", "-n", ns, "--reason", "over budget")
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal("waitingpod/gang-0 rejected\nwaitingpod/gang-1 rejected\npodgroup/gang: 2 of 2 members rejected\n"))
+		Expect(r.Stderr).To(BeEmpty())
+		for _, n := range []string{"gang-0", "gang-1"} {
+			Expect(get(n).Spec).To(HaveField("Decision", schedulingv1alpha1.DecisionReject))
+			Expect(get(n).Spec).To(HaveField("Reason", "over budget"))
+			Expect(get(n).Spec).To(HaveField("DecidedBy", "alice"))
+		}
+	})
+
+	It("fails for a podgroup with no member held, and says so", func() {
+		// A pod of the group not held yet has no WaitingPod to show it.
+		Expect(adminClient.Create(ctx, pendingPod(ns, "late-0", map[string]string{podgroupv1alpha1.PodGroupLabel: "late"}))).To(Succeed())
+		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
+			r := kubectlAs("alice", verb, "podgroup/late", "-n", ns)
+			Expect(r.Code).To(Equal(1), verb)
+			Expect(r.Stdout).To(BeEmpty(), verb)
+			Expect(r.Stderr).To(Equal(fmt.Sprintf(
+				"error: podgroup/late has no members held at Permit in namespace %s: no WaitingPod shows that group\n"+
+					"error: 1 of 1 not %s: podgroup/late\n", ns, done)), verb)
+		}
+		err := adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "late-0"}, &schedulingv1alpha1.WaitingPod{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a WaitingPod was made for a pod not held")
+	})
+
+	It("decides the other members of a podgroup but fails for one only other Permit plugins hold", func() {
+		member("mixed-0", "mixed", "Coscheduling", "ManualApproval")
+		member("mixed-1", "mixed", "Coscheduling")
+		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
+			r := kubectlAs("alice", verb, "podgroup/mixed", "-n", ns, "--dry-run=server")
+			Expect(r.Code).To(Equal(1), verb)
+			Expect(r.Stdout).To(Equal(fmt.Sprintf("waitingpod/mixed-0 %s (server dry run)\npodgroup/mixed: 1 of 2 members %[1]s (server dry run)\n", done)), verb)
+			Expect(r.Stderr).To(HaveSuffix(fmt.Sprintf(
+				"error: waitingpod %s/mixed-1 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
+					"error: 1 of 2 not %[2]s: mixed-1\n", ns, done)), verb)
+		}
+		r := kubectlAs("alice", "approve", "podgroup/mixed", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("waitingpod/mixed-0 approved\npodgroup/mixed: 1 of 2 members approved\n"))
+		Expect(get("mixed-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+		Expect(get("mixed-1").Spec.Decision).To(BeEmpty())
+	})
+
+	It("counts a podgroup's members with the other names it is given", func() {
+		member("pair-0", "pair", "ManualApproval")
+		member("pair-1", "pair", "ManualApproval")
+		held("solo", nil)
+		r := kubectlAs("alice", "approve", "podgroup/pair", "solo", "podgroup/none", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(Equal("waitingpod/pair-0 approved\nwaitingpod/pair-1 approved\npodgroup/pair: 2 of 2 members approved\nwaitingpod/solo approved\n"))
+		Expect(r.Stderr).To(Equal(fmt.Sprintf(
+			"error: podgroup/none has no members held at Permit in namespace %s: no WaitingPod shows that group\n"+
+				"error: 1 of 4 not approved: podgroup/none\n", ns)))
+	})
+
+	It("says in its help that members held later are not covered, and undoes no group", func() {
+		r := kubectlAs("alice", "approve", "--help")
+		Expect(r.Code).To(BeZero())
+		Expect(r.Stdout + r.Stderr).To(ContainSubstring("podgroup/NAME"))
+		Expect(r.Stdout + r.Stderr).To(ContainSubstring("members that reach Permit after the command are not covered"))
+
+		r = kubectlAs("alice", "reject", "--undo", "podgroup/train", "-n", ns)
+		Expect(r.Code).To(Equal(2))
+		Expect(r.Stderr).To(ContainSubstring(`"podgroup/train": --undo takes waitingpod/NAME or pod/NAME: name each rejection to undo`))
+	})
+
+	It("shows each WaitingPod's group and what its plugins wait for in kubectl get", func() {
+		wp := member("cols-0", "cols", "Coscheduling", "ManualApproval")
+		wp.Status.PendingPlugins[0].Message = "3/4 members assigned"
+		wp.Status.Message = "Coscheduling: 3/4 members assigned"
+		Expect(adminClient.Status().Update(ctx, wp)).To(Succeed())
+		held("plain", nil)
+
+		out := run("alice", "get", "waitingpods", "-n", ns)
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
+			"NAME", "POD", "NODE", "PROFILE", "GROUP", "PLUGINS", "DECISION", "EXPIRES", "MESSAGE", "AGE"}))
+		rows := table(out)
+		Expect(rows).To(HaveKeyWithValue("cols-0", And(
+			HaveKeyWithValue("GROUP", "cols"),
+			HaveKeyWithValue("MESSAGE", "Coscheduling: 3/4 members assigned"))))
+		Expect(rows).To(HaveKeyWithValue("plain", And(HaveKeyWithValue("GROUP", ""), HaveKeyWithValue("MESSAGE", ""))))
 	})
 })
 
@@ -628,5 +774,38 @@ spec:
 
 		Expect(run("alice", "approve", "pod/train-0", "-n", ns)).To(Equal("waitingpod/train-0 approved\n"))
 		Eventually(boundTo).Should(Equal("undo-node"))
+	})
+
+	It("shows the group of held pods, and approving the group binds its members", func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "group-op-"}}
+		Expect(adminClient.Create(ctx, n)).To(Succeed())
+		ns := n.Name
+		var pods []*corev1.Pod
+		for _, name := range []string{"gang-0", "gang-1"} {
+			pod := testenv.Pod(ns, name, "undo-approvals", "100m", "100Mi")
+			pod.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: "gang"}
+			Expect(adminClient.Create(ctx, pod)).To(Succeed())
+			pods = append(pods, pod)
+		}
+		for _, pod := range pods {
+			Eventually(func() schedulingv1alpha1.WaitingPodStatus {
+				wp := &schedulingv1alpha1.WaitingPod{}
+				_ = adminClient.Get(ctx, client.ObjectKeyFromObject(pod), wp)
+				return wp.Status
+			}).Should(And(
+				HaveField("PodGroup", "gang"),
+				HaveField("Conditions", ContainElement(And(
+					HaveField("Type", schedulingv1alpha1.WaitingPodWaiting), HaveField("Status", metav1.ConditionTrue))))))
+		}
+
+		Expect(run("alice", "approve", "podgroup/gang", "-n", ns, "--reason", "gang reviewed")).To(Equal(
+			"waitingpod/gang-0 approved\nwaitingpod/gang-1 approved\npodgroup/gang: 2 of 2 members approved\n"))
+		for _, pod := range pods {
+			Eventually(func() string {
+				p := &corev1.Pod{}
+				Expect(adminClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+				return p.Spec.NodeName
+			}).Should(Equal("undo-node"), pod.Name)
+		}
 	})
 })
