@@ -6,12 +6,15 @@ package controllers
 
 // What the operator needs, and nothing more: the scheduler reads nodes, pods
 // and the objects its plugins consult, binds pods, reports to pods and events,
-// and owns its two kinds. These rules go into the ClusterRole manager-role.
+// and owns its two kinds; of PodGroups, whose specs are their users', it
+// writes the status only. These rules go into the ClusterRole manager-role.
 //
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=schedulingprofiles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=scheduling.schedprofiles.io,resources=waitingpods/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces;services;replicationcontrollers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch

@@ -15,15 +15,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -32,7 +35,8 @@ import (
 // Options configures the operator.
 type Options struct {
 	// Registry holds the plugins profiles may use. Setup adds
-	// ManualApproval, which needs the operator's WaitingPod cache.
+	// ManualApproval and Coscheduling, which need the operator's WaitingPod
+	// and PodGroup caches.
 	Registry runtime.Registry
 	// ReservedSchedulerNames are never served: another scheduler owns them.
 	ReservedSchedulerNames []string
@@ -79,6 +83,15 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := manualapproval.Register(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
+	if err := coscheduling.Register(o.Registry, controllers.PodGroups{Reader: mgr.GetCache()}); err != nil {
+		return nil, err
+	}
+	// Coscheduling reads PodGroups from the manager's cache, which runs on
+	// every replica; its changes requeue the members of new groups.
+	podGroupInformer, err := mgr.GetCache().GetInformer(ctx, &podgroupv1alpha1.PodGroup{})
+	if err != nil {
+		return nil, err
+	}
 	m := metrics.NewUnregistered()
 	if o.MetricsRegisterer != nil {
 		if m, err = metrics.New(o.MetricsRegisterer); err != nil {
@@ -89,6 +102,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		scheduler.WithDefaultPlugins(plugins.DefaultPlugins()),
 		scheduler.WithMetrics(m),
 		scheduler.WithReservedSchedulerNames(o.ReservedSchedulerNames...),
+		scheduler.WithEventSource(coscheduling.PodGroupEvents, podGroupInformer),
 	}, o.Scheduler...)
 	sched, err := scheduler.New(ctx, clientset, o.Registry, schedOpts...)
 	if err != nil {
@@ -106,17 +120,26 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if _, err := mgr.GetCache().GetInformer(ctx, &schedulingv1alpha1.SchedulingProfile{}); err != nil {
 		return nil, err
 	}
-	if err := addProbes(mgr, sched); err != nil {
-		return nil, err
-	}
 
 	recorder := mgr.GetEventRecorder(EventSource)
 	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder)
 	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
+	members := controllers.NewPodGroupMemberInformer(clientset)
+	if err := mgr.Add(controllers.PodGroupMemberInformerRunnable(members)); err != nil {
+		return nil, err
+	}
+	if err := addProbes(mgr, sched, members); err != nil {
+		return nil, err
+	}
+	podGroups := controllers.NewPodGroupReconciler(mgr.GetClient(), members, recorder)
+	if err := podGroups.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
-		return sched.NewFramework(ctx, profile, append(opts, runtime.WithWaitingPodObserver(mirror))...)
+		return sched.NewFramework(ctx, profile, append(opts,
+			runtime.WithWaitingPodObserver(mirror), runtime.WithWaitingPodObserver(podGroups))...)
 	}
 	var profileOpts []controllers.ProfileOption
 	if o.Namespace != "" {
@@ -141,11 +164,19 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 // manager's cache, well within a probe's default one-second timeout.
 const cacheSyncProbeTimeout = 200 * time.Millisecond
 
-// addProbes reports a replica ready once the scheduling loop's informers
-// and the controllers' cache have synced, leader or standby, and alive
-// unless a scheduling cycle is stuck.
-func addProbes(mgr manager.Manager, sched *scheduler.Scheduler) error {
+// addProbes reports a replica ready once the scheduling loop's informers,
+// the PodGroup members' and the controllers' cache have synced, leader or
+// standby, and alive unless a scheduling cycle is stuck.
+func addProbes(mgr manager.Manager, sched *scheduler.Scheduler, members toolscache.SharedIndexInformer) error {
 	if err := mgr.AddReadyzCheck("scheduler-informers", sched.CheckInformersSynced); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("podgroup-members", func(*http.Request) error {
+		if !members.HasSynced() {
+			return errors.New("the PodGroup members' informer has not synced yet")
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("controller-caches", func(req *http.Request) error {
