@@ -61,7 +61,7 @@ var walkthrough = []step{
 		}
 	}},
 	{"kubectl get schedulingprofiles", func(out string) {
-		for _, name := range []string{"approvals", "bin-packing", "profile-scheduler"} {
+		for _, name := range []string{"approvals", "bin-packing", "gangs", "profile-scheduler"} {
 			Expect(out).To(MatchRegexp(`(?m)^%[1]s\s+%[1]s\s+True\s+True\s`, name))
 		}
 	}},
@@ -93,6 +93,20 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring("capacity reviewed"))
 		Expect(out).To(ContainSubstring("Successfully assigned default/train-0"))
 	}},
+	{"kubectl apply -f config/samples/pods/gang.yaml", func(out string) {
+		Expect(out).To(ContainSubstring("podgroup.scheduling.x-k8s.io/workers created"))
+		Expect(out).To(ContainSubstring("pod/worker-3 created"))
+	}},
+	{"kubectl wait podgroup/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
+	{"kubectl get waitingpods", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s.*Coscheduling: 3/4 members assigned`).FindAllString(out, -1)).To(HaveLen(3), out)
+	}},
+	{"kubectl get podgroups", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
+	{"kubectl label node node-5 gang=workers", contains("node/node-5 labeled")},
+	{"kubectl wait --for=condition=Ready pods -l app=workers", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(4))
+	}},
+	{"kubectl get podgroup workers", matches(`(?m)^workers\s+Running\s+4\s+4\s+4\s`)},
 	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
 		Expect(out).To(ContainSubstring("persistentvolumeclaim/data-database-0 created"))
 		Expect(out).To(ContainSubstring("pod/database-0 created"))
@@ -117,8 +131,10 @@ var walkthrough = []step{
 	{"kubectl delete pods --all", func(out string) {
 		Expect(out).To(ContainSubstring(`pod "train-0" deleted`))
 		Expect(out).To(ContainSubstring(`pod "database-0" deleted`))
+		Expect(out).To(ContainSubstring(`pod "worker-3" deleted`))
 	}},
 	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},
+	{"kubectl delete podgroups --all", contains(`podgroup.scheduling.x-k8s.io "workers" deleted`)},
 }
 
 // databaseNode is the node of pod database-0, which its volume must be on.

@@ -1,0 +1,375 @@
+package operator_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+)
+
+// gangProfile runs Coscheduling as scheduler-plugins' sample configuration
+// does (its QueueSort instead of PrioritySort), with args, plus the extra
+// multiPoint plugins.
+func gangProfile(name, args string, extra ...string) string {
+	plugins := "    - name: Coscheduling\n"
+	for _, p := range extra {
+		plugins += "    - name: " + p + "\n"
+	}
+	return profileManifest(name, fmt.Sprintf(`plugins:
+  multiPoint:
+    enabled:
+%s  queueSort:
+    enabled:
+    - name: Coscheduling
+    disabled:
+    - name: "*"
+pluginConfig:
+- name: Coscheduling
+  args:
+%s`, plugins, indent(args, 4)))
+}
+
+// podGroup creates a PodGroup of minMember, with an optional timeout.
+func podGroup(ns, name string, minMember int32, timeoutSeconds *int32) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, &podgroupv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       podgroupv1alpha1.PodGroupSpec{MinMember: minMember, ScheduleTimeoutSeconds: timeoutSeconds},
+	})).To(Succeed())
+}
+
+// member is pod i of group, for schedulerName, fitting only nodes of pool.
+func member(ns, group string, i int, schedulerName, pool, cpu string) *corev1.Pod {
+	pod := poolPod(ns, fmt.Sprintf("%s-%d", group, i), schedulerName, pool, cpu, "")
+	pod.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: group}
+	return pod
+}
+
+// boundMembers counts the bound pods of each group in ns.
+func boundMembers(ns string) map[string]int {
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if g := p.Labels[podgroupv1alpha1.PodGroupLabel]; g != "" && p.Spec.NodeName != "" {
+			out[g]++
+		}
+	}
+	return out
+}
+
+// noPartialGang fails when a group of ns has some but fewer than minMember
+// members bound.
+func noPartialGang(ns string, minMember int) func(Gomega) {
+	return func(g Gomega) {
+		for group, n := range boundMembers(ns) {
+			g.Expect(n).To(Or(BeZero(), BeNumerically(">=", minMember)), "group %s has %d of %d members bound", group, n, minMember)
+		}
+	}
+}
+
+// gangNamespace is a fresh namespace whose pods are deleted when the spec
+// ends, so that gangs that can never complete stop retrying.
+func gangNamespace() string {
+	GinkgoHelper()
+	ns := namespace()
+	DeferCleanup(func() {
+		Expect(k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+	})
+	return ns
+}
+
+// heldNodes returns the nodes of the pods of ns (of group, if given) that
+// hold a node without being bound: those waiting at Permit.
+func heldNodes(ns string, group ...string) []string {
+	var list schedulingv1alpha1.WaitingPodList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, wp := range list.Items {
+		if (len(group) == 0 || wp.Status.PodGroup == group[0]) && wp.Status.NodeName != "" &&
+			meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodWaiting) {
+			out = append(out, wp.Status.NodeName)
+		}
+	}
+	return out
+}
+
+// bindSpread is the time between the first and the last binding of the
+// members of group, from the scheduler's Scheduled events.
+func bindSpread(ns, group string) time.Duration {
+	GinkgoHelper()
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var first, last time.Time
+	for _, e := range list.Items {
+		if e.Reason != "Scheduled" || !strings.HasPrefix(e.Regarding.Name, group+"-") {
+			continue
+		}
+		t := e.EventTime.Time
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last.Sub(first)
+}
+
+func getPodGroup(ns, name string) *podgroupv1alpha1.PodGroup {
+	pg := &podgroupv1alpha1.PodGroup{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
+		return nil
+	}
+	return pg
+}
+
+var _ = Describe("Gangs", Ordered, func() {
+	BeforeAll(func() {
+		apply("gangs", gangProfile("gangs", "permitWaitingTimeSeconds: 30"))
+		serving("gangs")
+		// Members keep their nodes while the rest of the gang waits for
+		// room, until the timeout, instead of being released when a
+		// member does not fit.
+		apply("holding-gangs", gangProfile("holding-gangs", "permitWaitingTimeSeconds: 30\npodGroupRejectPercentage: 100"))
+		serving("holding-gangs")
+		apply("approved-gangs", gangProfile("approved-gangs", "permitWaitingTimeSeconds: 30\npodGroupRejectPercentage: 100", "ManualApproval"))
+		serving("approved-gangs")
+	})
+
+	It("holds the members visibly until the gang is complete, then binds them all", func() {
+		ns := gangNamespace()
+		nodes("gang-fit", 4, "4", "8Gi")
+		podGroup(ns, "train", 4, nil)
+		for i := range 3 {
+			createPod(member(ns, "train", i, "holding-gangs", "gang-fit", "3"))
+		}
+		// The last member fits only a node that is not ready for it yet.
+		last := member(ns, "train", 3, "holding-gangs", "gang-fit", "3")
+		last.Spec.NodeSelector["gang"] = "train"
+		createPod(last)
+		for i := range 3 {
+			name := fmt.Sprintf("train-%d", i)
+			Eventually(func(g Gomega) {
+				wp, err := getWaitingPod(ns, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(wp.Status.PodGroup).To(Equal("train"))
+				g.Expect(wp.Status.Message).To(Equal("Coscheduling: 3/4 members assigned"))
+				g.Expect(wp.Status.NodeName).NotTo(BeEmpty())
+			}).Should(Succeed())
+		}
+		Expect(kubectlOK("get", "waitingpods", "-n", ns)).To(ContainSubstring("Coscheduling: 3/4 members assigned"))
+		Eventually(func() string { return kubectlOK("get", "podgroups", "-n", ns) }).Should(MatchRegexp(`train\s+Scheduling\s+4\s+3\s`))
+		Consistently(func() map[string]int { return boundMembers(ns) }, "2s").Should(BeEmpty())
+
+		// A node becomes ready for the last member: the gang is complete.
+		var free string
+		for i := range 4 {
+			name := fmt.Sprintf("gang-fit-%d", i)
+			if !slices.Contains(heldNodes(ns), name) {
+				free = name
+			}
+		}
+		kubectlOK("label", "node", free, "gang=train")
+		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"train": 4}))
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(ns, "train")
+			g.Expect(pg).NotTo(BeNil())
+			g.Expect(pg.Status.Scheduled).To(BeEquivalentTo(4))
+			g.Expect(meta.FindStatusCondition(pg.Status.Conditions, podgroupv1alpha1.PodGroupScheduled)).To(haveCondition(metav1.ConditionTrue, podgroupv1alpha1.ReasonQuorumReached))
+		}).Should(Succeed())
+	})
+
+	It("binds none of a gang that does not fit and releases what its members held", func() {
+		ns := gangNamespace()
+		nodes("gang-short", 3, "4", "8Gi")
+		podGroup(ns, "big", 4, nil)
+		for i := range 4 {
+			createPod(member(ns, "big", i, "gangs", "gang-short", "3"))
+		}
+		// Three members fit one node each; the fourth does not, and its
+		// failure releases the three.
+		Eventually(func() []string {
+			var notes []string
+			for i := range 4 {
+				notes = append(notes, eventNotes("Pod", ns, fmt.Sprintf("big-%d", i), "FailedScheduling")()...)
+			}
+			return notes
+		}).Should(And(
+			ContainElement(MatchRegexp(`PodGroup %s/big gets rejected due to Pod big-\d is unschedulable even after PostFilter`, ns)),
+			ContainElement(ContainSubstring("optimistic rejection in PostFilter"))))
+		Consistently(func() map[string]int { return boundMembers(ns) }, "3s").Should(BeEmpty())
+		// What the gang held is free: an ordinary pod that needs a whole
+		// node's worth of what a member asks fits.
+		other := namespace()
+		ordinary := createPod(poolPod(other, "ordinary", "gangs", "gang-short", "3", ""))
+		boundNode(ordinary)
+		Consistently(func() map[string]int { return boundMembers(ns) }, "2s").Should(BeEmpty())
+	})
+
+	It("holds a whole gang for one decision, and an approval never bypasses the quorum", func() {
+		ns := gangNamespace()
+		nodes("gang-approve", 3, "4", "8Gi")
+
+		// A complete gang: the quorum is reached, ManualApproval holds
+		// every member, and one decision releases them all.
+		podGroup(ns, "whole", 3, nil)
+		for i := range 3 {
+			createPod(member(ns, "whole", i, "approved-gangs", "gang-approve", "1"))
+		}
+		for i := range 3 {
+			Eventually(waitingCondition(ns, fmt.Sprintf("whole-%d", i), schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		}
+		Consistently(func() map[string]int { return boundMembers(ns) }, "1s").Should(BeEmpty())
+		out := kubectlOK("approve", "podgroup/whole", "-n", ns, "--reason", "reviewed")
+		Expect(out).To(ContainSubstring("podgroup/whole: 3 of 3 members approved"))
+		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"whole": 3}))
+
+		// An incomplete gang: approving its members decides ManualApproval
+		// only; the quorum holds them until the last one is placed.
+		podGroup(ns, "part", 3, nil)
+		for i := range 2 {
+			createPod(member(ns, "part", i, "approved-gangs", "gang-approve", "1"))
+		}
+		last := member(ns, "part", 2, "approved-gangs", "gang-approve", "1")
+		last.Spec.NodeSelector["gang"] = "part"
+		createPod(last)
+		for i := range 2 {
+			Eventually(waitingCondition(ns, fmt.Sprintf("part-%d", i), schedulingv1alpha1.WaitingPodWaiting)).Should(haveCondition(metav1.ConditionTrue, "Held"))
+		}
+		kubectlOK("approve", "podgroup/part", "-n", ns)
+		Eventually(func() []string {
+			wp, err := getWaitingPod(ns, "part-0")
+			if err != nil {
+				return nil
+			}
+			var names []string
+			for _, p := range wp.Status.PendingPlugins {
+				names = append(names, p.Name)
+			}
+			return names
+		}).Should(Equal([]string{"Coscheduling"}))
+		Consistently(func() int { return boundMembers(ns)["part"] }, "2s").Should(BeZero())
+		kubectlOK("label", "node", "gang-approve-0", "gang=part")
+		Eventually(waitingCondition(ns, "part-2", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		// The two approved already were bound once the quorum let them
+		// go (and their WaitingPods may be gone): only part-2 is decided.
+		Expect(kubectlOK("approve", "podgroup/part", "-n", ns)).To(ContainSubstring("waitingpod/part-2 approved\n"))
+		Eventually(func() int { return boundMembers(ns)["part"] }).Should(Equal(3))
+	})
+
+	It("releases a gang that times out and says which members were missing", func() {
+		ns := gangNamespace()
+		nodes("gang-late", 2, "4", "8Gi")
+		podGroup(ns, "late", 3, ptr.To[int32](2))
+		for i := range 2 {
+			createPod(member(ns, "late", i, "holding-gangs", "gang-late", "1"))
+		}
+		last := member(ns, "late", 2, "holding-gangs", "gang-late", "1")
+		last.Spec.NodeSelector["gang"] = "never"
+		createPod(last)
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(ns, "late")
+			g.Expect(pg).NotTo(BeNil())
+			c := meta.FindStatusCondition(pg.Status.Conditions, podgroupv1alpha1.PodGroupScheduled)
+			g.Expect(c).To(haveCondition(metav1.ConditionFalse, podgroupv1alpha1.ReasonTimeout))
+			g.Expect(c.Message).To(ContainSubstring("missing late-2"))
+		}).Should(Succeed())
+		Eventually(eventNotes("PodGroup", ns, "late", podgroupv1alpha1.ReasonTimeout)).Should(ContainElement(ContainSubstring("missing late-2")))
+		Eventually(eventNotes("Pod", ns, "late-0", "FailedScheduling")).Should(ContainElement(ContainSubstring("rejected due to timeout after waiting 2s at plugin Coscheduling")))
+		Expect(boundMembers(ns)).To(BeEmpty())
+	})
+
+	It("never admits part of a gang when members time out as the last one arrives", func() {
+		// Gangs of 4 with one-second waits, whose last member gets a node
+		// at about the moment the others' waits end: the timeouts race the
+		// last member's Permit. Every gang completes in the end; admitted
+		// together, its members are bound within moments of each other,
+		// whereas a member admitted alone would be bound at least a
+		// backoff (1 s) before its siblings came back.
+		ns := gangNamespace()
+		offsets := []time.Duration{800, 900, 1000, 1100, 1200}
+		for g := range offsets {
+			group := fmt.Sprintf("race-%d", g)
+			nodes(group, 4, "4", "8Gi")
+			podGroup(ns, group, 4, ptr.To[int32](1))
+			for i := range 3 {
+				createPod(member(ns, group, i, "holding-gangs", group, "3"))
+			}
+			last := member(ns, group, 3, "holding-gangs", group, "3")
+			last.Spec.NodeSelector["gang"] = group
+			createPod(last)
+		}
+		var wg sync.WaitGroup
+		for g, offset := range offsets {
+			group := fmt.Sprintf("race-%d", g)
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				Eventually(func() int { return len(heldNodes(ns, group)) }).Should(Equal(3))
+				time.Sleep(offset * time.Millisecond)
+				var free string
+				for i := range 4 {
+					if name := fmt.Sprintf("%s-%d", group, i); !slices.Contains(heldNodes(ns, group), name) {
+						free = name
+					}
+				}
+				kubectlOK("label", "node", free, "gang="+group)
+			}()
+		}
+		wg.Wait()
+		Eventually(func() map[string]int { return boundMembers(ns) }, "60s").Should(HaveLen(len(offsets)))
+		Eventually(func() map[string]int { return boundMembers(ns) }, "60s").Should(HaveEach(4))
+		for g := range offsets {
+			group := fmt.Sprintf("race-%d", g)
+			Expect(bindSpread(ns, group)).To(BeNumerically("<", 900*time.Millisecond), "members of %s were not bound together", group)
+		}
+	})
+
+	It("schedules 20 gangs of 8 in parallel with no partial gang", func() {
+		ns := gangNamespace()
+		// Room for 15 of the 20 gangs: every gang that completes takes its
+		// eight slots for good, and a partial gang would stay partial.
+		nodes("gang-many", 30, "4", "8Gi")
+		var wg sync.WaitGroup
+		for g := range 20 {
+			group := fmt.Sprintf("g%02d", g)
+			podGroup(ns, group, 8, nil)
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				for i := range 8 {
+					Expect(k8sClient.Create(ctx, member(ns, group, i, "gangs", "gang-many", "1"))).To(Succeed())
+				}
+			}()
+		}
+		wg.Wait()
+		Eventually(func() int {
+			full := 0
+			for _, n := range boundMembers(ns) {
+				if n == 8 {
+					full++
+				}
+			}
+			return full
+		}, "120s").Should(Equal(15))
+		Consistently(noPartialGang(ns, 8), "3s").Should(Succeed())
+		// No kubelet runs the pods here: bound is as far as they get.
+		Expect(kubectlOK("get", "podgroups", "-n", ns)).To(MatchRegexp(`g\d\d\s+Scheduling\s+8\s+8\s`))
+	})
+})
