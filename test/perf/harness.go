@@ -26,6 +26,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -270,6 +271,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer stopWatch()
+	if w.Gang > 0 {
+		if err := h.createPodGroups(ctx, kc); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := h.createPods(ctx, measureNamespace, w.Pods, true); err != nil {
 		return nil, err
 	}
@@ -360,7 +366,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s",
 		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost)
 
-	if o.Upstream != "" && !w.Approve {
+	if o.Upstream != "" && w.upstreamComparable() {
 		// kube-scheduler gets the cluster the operator got: the measured
 		// pods go, and the operator stops so that it takes no CPU.
 		if err := op.stop(); err != nil {
@@ -528,6 +534,9 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 		if measured && h.w.Pod != nil {
 			h.w.Pod(p)
 		}
+		if measured && h.w.Gang > 0 {
+			p.Labels[podgroupv1alpha1.PodGroupLabel] = gangOf(i, h.w.Gang)
+		}
 		created, err := h.cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("creating pod %s/%s: %w", namespace, p.Name, err)
@@ -536,6 +545,19 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 		return nil
 	})
 	return pods, err
+}
+
+// createPodGroups creates the PodGroups of the measured pods, each needing
+// all its members.
+func (h *harness) createPodGroups(ctx context.Context, kc client.Client) error {
+	gangs := (h.w.Pods + h.w.Gang - 1) / h.w.Gang
+	return localcluster.Parallel(ctx, gangs, h.o.Workers, func(ctx context.Context, i int) error {
+		members := min(h.w.Gang, h.w.Pods-i*h.w.Gang)
+		return kc.Create(ctx, &podgroupv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: measureNamespace, Name: gangOf(i*h.w.Gang, h.w.Gang)},
+			Spec:       podgroupv1alpha1.PodGroupSpec{MinMember: int32(members)},
+		})
+	})
 }
 
 // bindPods binds pods round-robin to the nodes from the harness's workers.

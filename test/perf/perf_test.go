@@ -34,10 +34,10 @@ var _ = BeforeSuite(func() {
 
 var _ = Describe("The benchmark harness", func() {
 
-	It("measures throughput, the binding ceiling, latency, CPU and memory of a basic, an approval and an extender workload, and writes them", func() {
-		workloads, err := selectWorkloads("SchedulingBasic/500Nodes,ManualApproval/500Nodes,Extender/500Nodes", 50)
+	It("measures throughput, the binding ceiling, latency, CPU and memory of a basic, an approval, a gang and an extender workload, and writes them", func() {
+		workloads, err := selectWorkloads("SchedulingBasic/500Nodes,ManualApproval/500Nodes,Gangs/500Nodes,Extender/500Nodes", 50)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(workloads).To(HaveLen(3))
+		Expect(workloads).To(HaveLen(4))
 		Expect(workloads[0].Nodes).To(Equal(10))
 
 		dir := GinkgoT().TempDir()
@@ -51,6 +51,7 @@ var _ = Describe("The benchmark harness", func() {
 		GinkgoWriter.Println(table.String())
 		Expect(table.String()).To(ContainSubstring("ceiling pods/s"))
 		Expect(table.String()).To(ContainSubstring("ManualApproval/500Nodes"))
+		Expect(table.String()).To(ContainSubstring("Gangs/500Nodes"))
 		Expect(table.String()).To(ContainSubstring("Extender/500Nodes"))
 		Expect(table.String()).To(ContainSubstring("CPU-s/1000 pods"))
 		// The operator ran as its own process and logged to the out dir.
@@ -62,7 +63,7 @@ var _ = Describe("The benchmark harness", func() {
 		var report Results
 		Expect(json.Unmarshal(data, &report)).To(Succeed())
 		Expect(report.Machine.CPUs).To(BeNumerically(">", 0))
-		Expect(report.Workloads).To(HaveLen(3))
+		Expect(report.Workloads).To(HaveLen(4))
 		for _, res := range report.Workloads {
 			Expect(res.Throughput.Average).To(BeNumerically(">", 0), res.Name)
 			Expect(res.BindingCeiling.Average).To(BeNumerically(">", 0), res.Name)

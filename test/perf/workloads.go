@@ -24,6 +24,9 @@ type Workload struct {
 	Pod func(p *corev1.Pod)
 	// Approve runs an automated approver that approves every WaitingPod.
 	Approve bool
+	// Gang, when set, puts the measured pods into PodGroups of that many
+	// members each (minMember too), for a Coscheduling profile.
+	Gang int
 	// Extender gives the measured profile (and kube-scheduler) an HTTP
 	// extender served by the harness on loopback, for filter and
 	// prioritize.
@@ -78,6 +81,15 @@ const (
   multiPoint:
     enabled:
     - name: ManualApproval`
+	coscheduling = `plugins:
+  multiPoint:
+    enabled:
+    - name: Coscheduling
+  queueSort:
+    enabled:
+    - name: Coscheduling
+    disabled:
+    - name: "*"`
 )
 
 // allWorkloads are the workloads the harness knows; defaultWorkloads run
@@ -89,6 +101,9 @@ var allWorkloads = []Workload{
 	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Pod: zoneAffinity},
 	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: mostAllocated},
 	{Name: "ManualApproval/500Nodes", Nodes: 500, InitPods: 500, Pods: 500, Profile: manualApproval, Approve: true},
+	// Gangs of 8 (scheduler-plugins' Coscheduling with PodGroups): each
+	// member waits at Permit until its gang is complete.
+	{Name: "Gangs/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: coscheduling, Gang: 8},
 	{Name: "Extender/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Extender: true},
 	// A large cluster at rest: what each scheduler holds for 5000 nodes and
 	// 10000 running pods, once it has scheduled a few pods.
@@ -137,6 +152,13 @@ func selectWorkloads(list string, scale int) ([]Workload, error) {
 	}
 	return out, nil
 }
+
+// upstreamComparable says whether kube-scheduler can run the workload:
+// it has neither ManualApproval nor Coscheduling.
+func (w *Workload) upstreamComparable() bool { return !w.Approve && w.Gang == 0 }
+
+// gangOf is the PodGroup of the i-th measured pod.
+func gangOf(i, size int) string { return fmt.Sprintf("gang-%d", i/size) }
 
 func workloadNames() string {
 	var names []string
