@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
@@ -279,9 +279,12 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 }
 
 // newInformerFactory returns the factory New makes when none is passed in:
-// no managedFields in any of its caches, pods' or others'.
+// no managedFields in any of its caches, pods' or others'. kube-scheduler
+// drops them from pods too: often the largest part of an object and read
+// by nothing here. Updates sent from a cached object leave the server's
+// managedFields as they are (an update without them keeps them).
 func newInformerFactory(cs clientset.Interface) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields))
+	return informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(ctrlcache.TransformStripManagedFields()))
 }
 
 func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -291,19 +294,8 @@ func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIn
 	// Set here too, as kube-scheduler does, for a factory passed in without
 	// a transform (a factory's own transform replaces this one). It fails
 	// only on a started informer, and this one is new.
-	_ = informer.SetTransform(dropManagedFields)
+	_ = informer.SetTransform(ctrlcache.TransformStripManagedFields())
 	return informer
-}
-
-// dropManagedFields keeps objects' managedFields out of the informer caches,
-// as kube-scheduler does for pods: often the largest part of an object and
-// read by nothing here. Updates sent from a cached object leave the server's
-// managedFields as they are (an update without them keeps them).
-func dropManagedFields(obj any) (any, error) {
-	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
-		accessor.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // Profiles returns the live profile set the loop serves.
