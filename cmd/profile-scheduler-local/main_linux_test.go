@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
@@ -24,6 +28,18 @@ func TestRunRefusesBesideAnEarlierRun(t *testing.T) {
 		_ = live.Process.Kill()
 		_ = live.Wait()
 	})
+	// Start returns once the child is in execve; until the kernel has set
+	// up sleep's arguments /proc shows an empty command line, which a busy
+	// machine makes last long enough for run's check to see it.
+	cmdline := fmt.Sprintf("/proc/%d/cmdline", live.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if data, _ := os.ReadFile(cmdline); bytes.HasPrefix(data, []byte("sleep\x00")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed sleep's command line", cmdline)
+		}
+	}
 	dir := t.TempDir()
 	if err := localcluster.WriteStateFile(filepath.Join(dir, "processes.json"), []localcluster.Process{
 		{Name: "kube-apiserver", PID: live.Process.Pid, Command: live.Args[0]},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -23,7 +24,22 @@ func startSleep(t *testing.T) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	waitForCommand(t, cmd)
 	return cmd
+}
+
+// waitForCommand waits until cmd's process shows its command line: Start
+// returns once the child is in execve, and until the kernel has set up the
+// new program's arguments /proc shows an empty command line, which a busy
+// machine makes last long enough for a check to see it.
+func waitForCommand(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); commandName(cmd.Process.Pid) != cmd.Args[0]; {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never showed the command line of %s", cmd.Process.Pid, cmd.Args[0])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // endedPID is the id of a process that has ended.
