@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -121,6 +122,12 @@ type Result struct {
 	// UpstreamCost is what kube-scheduler's process spent, its measured
 	// phase running from its first binding to its last.
 	UpstreamCost *Cost `json:"upstreamCost,omitempty"`
+	// CeilingServerCost, ServerCost and UpstreamServerCost are what
+	// kube-apiserver and etcd spent in the ceiling's phase, the
+	// operator's and kube-scheduler's.
+	CeilingServerCost  *ServerCost `json:"ceilingServerCost,omitempty"`
+	ServerCost         *ServerCost `json:"serverCost,omitempty"`
+	UpstreamServerCost *ServerCost `json:"upstreamServerCost,omitempty"`
 }
 
 // Cost is what a scheduler's process spent on a workload, read from
@@ -176,16 +183,22 @@ func Run(ctx context.Context, o Options, w Workload) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, w: w, cfg: cfg, cs: cs, dir: dir, kubeconfig: kubeconfig, ticks: ticks}
+	server, err := newAPIServer(cluster, cs.CoreV1().RESTClient(), ticks)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{o: o, w: w, cfg: cfg, cs: cs, server: server, dir: dir, kubeconfig: kubeconfig, ticks: ticks}
 	return h.run(ctx)
 }
 
 type harness struct {
-	o     Options
-	w     Workload
-	cfg   *rest.Config
-	cs    kubernetes.Interface
-	nodes []string
+	o   Options
+	w   Workload
+	cfg *rest.Config
+	cs  kubernetes.Interface
+	// server is the workload's kube-apiserver and etcd.
+	server *apiServer
+	nodes  []string
 	// dir holds the workload's throw-away files, kubeconfig among them.
 	dir, kubeconfig string
 	// ticks is the unit of /proc CPU times, per second.
@@ -238,10 +251,10 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if res.BindingCeiling, err = h.measureCeiling(ctx, ceilingPods); err != nil {
+		if res.BindingCeiling, res.CeilingServerCost, err = h.measureCeiling(ctx, ceilingPods); err != nil {
 			return nil, err
 		}
-		o.logf("   binding ceiling: %.0f pods/s", res.BindingCeiling.Average)
+		o.logf("   binding ceiling: %.0f pods/s; %s", res.BindingCeiling.Average, res.CeilingServerCost)
 		if err := h.cs.CoreV1().Pods(ceilingNamespace).DeleteCollection(ctx,
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
@@ -310,6 +323,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	o.logf("   scheduling %d pods", w.Pods)
 	cpu := &cpuMeter{s: op, ticks: h.ticks}
 	cpu.begin()
+	serverMark := h.server.mark(ctx)
 	profiled := h.startCPUProfile(ctx, op)
 	t0 := time.Now()
 	profile := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: measureProfile}, Spec: spec}
@@ -321,6 +335,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if res.Cost.CPUSecondsPer1000Pods, err = cpu.end(w.Pods); err != nil {
+		return nil, err
+	}
+	if res.ServerCost, err = h.server.since(ctx, serverMark, w.Pods, w.Pods); err != nil {
 		return nil, err
 	}
 	if err := <-profiled; err != nil {
@@ -363,8 +380,8 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.readMemory(ctx, op, &res.Cost); err != nil {
 		return nil, err
 	}
-	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s",
-		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost)
+	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s; %s",
+		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost, res.ServerCost)
 
 	if o.Upstream != "" && w.upstreamComparable() {
 		// kube-scheduler gets the cluster the operator got: the measured
@@ -376,15 +393,15 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
 		}
-		up, cost, err := h.runUpstream(ctx)
+		up, cost, server, err := h.runUpstream(ctx)
 		if err != nil {
 			return nil, err
 		}
-		res.Upstream, res.UpstreamCost = up, cost
+		res.Upstream, res.UpstreamCost, res.UpstreamServerCost = up, cost, server
 		if res.BindingCeiling.Average > 0 {
 			res.UpstreamRatio = up.Average / res.BindingCeiling.Average
 		}
-		o.logf("   kube-scheduler: %.0f pods/s%s; %s", up.Average, ofCeiling(res.UpstreamRatio), cost)
+		o.logf("   kube-scheduler: %.0f pods/s%s; %s; %s", up.Average, ofCeiling(res.UpstreamRatio), cost, server)
 	}
 	return res, nil
 }
@@ -446,17 +463,23 @@ func (h *harness) readMemory(ctx context.Context, s *schedulerProcess, c *Cost) 
 	return nil
 }
 
-// startCPUProfile has s profile itself for Options.CPUProfile into
-// cpuProfileFile, and reports on the channel when it is written; without
-// the option it reports nil at once.
+// startCPUProfile has s and kube-apiserver profile themselves for
+// Options.CPUProfile, into <workload>.<scheduler>.cpu.pprof and
+// <workload>.<scheduler>.kube-apiserver.cpu.pprof beside the logs, and
+// reports on the channel when both are written; without the option it
+// reports nil at once.
 func (h *harness) startCPUProfile(ctx context.Context, s *schedulerProcess) <-chan error {
 	done := make(chan error, 1)
 	if h.o.CPUProfile <= 0 {
 		done <- nil
 		return done
 	}
-	path := filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+s.Name+".cpu.pprof")
-	go func() { done <- s.cpuProfile(ctx, h.o.CPUProfile, path) }()
+	prefix := filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+s.Name)
+	go func() {
+		server := make(chan error, 1)
+		go func() { server <- h.server.cpuProfile(ctx, h.o.CPUProfile, prefix+".kube-apiserver.cpu.pprof") }()
+		done <- errors.Join(s.cpuProfile(ctx, h.o.CPUProfile, prefix+".cpu.pprof"), <-server)
+	}()
 	return done
 }
 
@@ -577,26 +600,31 @@ func (h *harness) bindPods(ctx context.Context, pods []*corev1.Pod) error {
 
 // measureCeiling binds pods from the harness's workers and measures the
 // rate as the operator's is measured: pods seen bound by a watch.
-func (h *harness) measureCeiling(ctx context.Context, pods []*corev1.Pod) (Summary, error) {
+func (h *harness) measureCeiling(ctx context.Context, pods []*corev1.Pod) (Summary, *ServerCost, error) {
 	bound := &boundCounter{done: make(chan struct{}), total: int64(len(pods))}
 	stopWatch, err := h.watchBound(ctx, ceilingNamespace, bound)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, nil, err
 	}
 	defer stopWatch()
+	mark := h.server.mark(ctx)
 	t0 := time.Now()
 	samples := sampleEverySecond(bound.done, bound.count)
 	if err := h.bindPods(ctx, pods); err != nil {
-		return Summary{}, err
+		return Summary{}, nil, err
 	}
 	select {
 	case <-bound.done:
 	case <-time.After(h.o.Timeout):
-		return Summary{}, fmt.Errorf("the watch showed %d of %d pods bound after %v", bound.count(), len(pods), h.o.Timeout)
+		return Summary{}, nil, fmt.Errorf("the watch showed %d of %d pods bound after %v", bound.count(), len(pods), h.o.Timeout)
 	case <-ctx.Done():
-		return Summary{}, ctx.Err()
+		return Summary{}, nil, ctx.Err()
 	}
-	return summarize(perSecond(<-samples), float64(len(pods))/bound.last().Sub(t0).Seconds()), nil
+	server, err := h.server.since(ctx, mark, len(pods), len(pods))
+	if err != nil {
+		return Summary{}, nil, err
+	}
+	return summarize(perSecond(<-samples), float64(len(pods))/bound.last().Sub(t0).Seconds()), server, nil
 }
 
 // boundCounter counts measured pods seen bound, with the first and last

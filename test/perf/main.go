@@ -201,6 +201,36 @@ func printTable(w io.Writer, r *Results) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", res.Name, costColumns(res.Cost), upstream)
 	}
 	_ = tw.Flush()
+
+	// What the API server and etcd spent on each phase: on this machine
+	// they share the cores with the scheduler.
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tAPI server+etcd CPU-s/1000 pods: ceiling\tprofile-scheduler\tkube-scheduler\twrites/pod: ceiling\tprofile-scheduler\tkube-scheduler\t")
+	for _, res := range r.Workloads {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", res.Name,
+			serverCPU(res.CeilingServerCost), serverCPU(res.ServerCost), serverCPU(res.UpstreamServerCost),
+			serverWrites(res.CeilingServerCost), serverWrites(res.ServerCost), serverWrites(res.UpstreamServerCost))
+	}
+	_ = tw.Flush()
+}
+
+func serverCPU(c *ServerCost) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", c.CPUSecondsPer1000Pods)
+}
+
+func serverWrites(c *ServerCost) string {
+	if c == nil {
+		return "-"
+	}
+	total := 0.0
+	for _, n := range c.WritesPerPod {
+		total += n
+	}
+	return fmt.Sprintf("%.2f", total)
 }
 
 func costColumns(c Cost) string {

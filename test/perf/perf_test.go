@@ -75,6 +75,19 @@ var _ = Describe("The benchmark harness", func() {
 			Expect(res.PodSchedulingLatency.Samples).To(Equal(res.Pods), res.Name)
 			expectCost(res.Cost, res.Name)
 			Expect(res.UpstreamCost).To(BeNil(), res.Name)
+			// The ceiling writes bindings only; a scheduler a binding and
+			// a Scheduled event per pod (events go out asynchronously,
+			// some after the phase), and an approval workload a
+			// WaitingPod and its decision besides.
+			expectServerCost(res.CeilingServerCost, res.Name+" ceiling")
+			Expect(res.CeilingServerCost.WritesPerPod).To(Equal(map[string]float64{"POST pods/binding": 1}), res.Name)
+			expectServerCost(res.ServerCost, res.Name)
+			Expect(res.ServerCost.WritesPerPod).To(HaveKeyWithValue("POST events", BeNumerically(">", 0)), res.Name)
+			if res.Name == "ManualApproval/500Nodes" {
+				Expect(res.ServerCost.WritesPerPod).To(HaveKeyWithValue("POST waitingpods", BeNumerically("~", 1, 1e-9)))
+				Expect(res.ServerCost.WritesPerPod).To(HaveKeyWithValue("PATCH waitingpods", BeNumerically("~", 1, 1e-9)))
+			}
+			Expect(res.UpstreamServerCost).To(BeNil(), res.Name)
 		}
 	})
 
@@ -111,6 +124,9 @@ var _ = Describe("The benchmark harness", func() {
 		expectCost(res.Cost, "operator")
 		Expect(res.UpstreamCost).NotTo(BeNil())
 		expectCost(*res.UpstreamCost, "kube-scheduler")
+		expectServerCost(res.ServerCost, "operator")
+		expectServerCost(res.UpstreamServerCost, "kube-scheduler")
+		Expect(res.UpstreamServerCost.WritesPerPod).To(HaveKeyWithValue("POST events", BeNumerically(">", 0)))
 	})
 })
 
@@ -122,4 +138,14 @@ func expectCost(c Cost, who string) {
 	Expect(c.PeakRSSBytes).To(BeNumerically(">=", c.RSSBytes), who)
 	Expect(c.HeapInuseBytes).NotTo(BeNil(), who)
 	Expect(*c.HeapInuseBytes).To(BeNumerically(">", 0), who)
+}
+
+// expectServerCost checks what the API server and etcd spent on a phase:
+// every pod bound once, and CPU time read (with a handful of pods a phase
+// may take less than a clock tick of /proc).
+func expectServerCost(c *ServerCost, phase string) {
+	GinkgoHelper()
+	Expect(c).NotTo(BeNil(), phase)
+	Expect(c.CPUSecondsPer1000Pods).To(BeNumerically(">=", 0), phase)
+	Expect(c.WritesPerPod).To(HaveKeyWithValue("POST pods/binding", BeNumerically("~", 1, 1e-9)), phase)
 }

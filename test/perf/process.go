@@ -128,10 +128,15 @@ func (s *schedulerProcess) heapInuse(ctx context.Context) *int64 {
 	return nil
 }
 
-// cpuTime is the user and system CPU time the process has used, from
-// /proc/<pid>/stat, in clock ticks of ticksPerSecond.
+// cpuTime is the user and system CPU time the process has used.
 func (s *schedulerProcess) cpuTime(ticksPerSecond int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
+	return processCPUTime(s.Pid(), ticksPerSecond)
+}
+
+// processCPUTime is the user and system CPU time process pid has used,
+// from /proc/<pid>/stat, in clock ticks of ticksPerSecond.
+func processCPUTime(pid, ticksPerSecond int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -139,17 +144,17 @@ func (s *schedulerProcess) cpuTime(ticksPerSecond int) (time.Duration, error) {
 	// count fields from the last ')'. utime and stime are fields 14 and 15.
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", s.Pid())
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", s.Pid())
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	var ticks int64
 	for _, field := range f[11:13] {
 		n, err := strconv.ParseInt(field, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", s.Pid(), err)
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 		}
 		ticks += n
 	}

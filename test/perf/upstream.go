@@ -17,10 +17,10 @@ import (
 // to anonymous callers so that the harness can read its heap, and stops
 // with the measurement. Its start-up (informers listing the cluster) is
 // left out of throughput and CPU: the clock starts at its first binding.
-func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
+func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, *ServerCost, error) {
 	profile := map[string]any{}
 	if err := yaml.Unmarshal([]byte(h.w.Profile), &profile); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	profile["schedulerName"] = upstreamProfile
 	cfg := map[string]any{
@@ -38,28 +38,31 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 	}
 	config, err := yaml.Marshal(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	configPath := filepath.Join(h.dir, "kube-scheduler.yaml")
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	addr, err := testenv.FreeLoopbackAddress()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	host, port, _ := strings.Cut(addr, ":")
 
 	bound := &boundCounter{done: make(chan struct{}), total: int64(h.w.Pods)}
 	stopWatch, err := h.watchBound(ctx, upstreamNamespace, bound)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer stopWatch()
 	if _, err := h.createPods(ctx, upstreamNamespace, h.w.Pods, true); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 
+	// Its writes count from here, the API server's CPU from its first
+	// binding, as its own.
+	serverMark := h.server.mark(ctx)
 	ks, err := startScheduler("kube-scheduler", h.o.Upstream, h.logFile("kube-scheduler"), "https://"+addr+"/metrics",
 		"--config="+configPath,
 		"--bind-address="+host, "--secure-port="+port,
@@ -68,7 +71,7 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 	)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer func() { _ = ks.stop() }()
 
@@ -78,19 +81,27 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 	bound.mu.Lock()
 	bound.onFirst = func() {
 		cpu.begin()
+		serverMark.cpu, serverMark.err = h.server.cpuTime()
 		profiled <- h.startCPUProfile(ctx, ks)
 	}
 	bound.mu.Unlock()
 	samples := sampleEverySecond(bound.done, bound.count)
 	if err := h.waitBound(ctx, bound, ks); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The first binding opened the phase: the others are in it.
 	if cost.CPUSecondsPer1000Pods, err = cpu.end(h.w.Pods - 1); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	bound.mu.Lock()
+	mark := serverMark
+	bound.mu.Unlock()
+	server, err := h.server.since(ctx, mark, h.w.Pods-1, h.w.Pods)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if err := <-<-profiled; err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	elapsed := bound.last().Sub(bound.first()).Seconds()
 	avg := 0.0
@@ -99,7 +110,7 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, error) {
 	}
 	s := summarize(perSecond(<-samples), avg)
 	if err := h.readMemory(ctx, ks, cost); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return &s, cost, ks.stop()
+	return &s, cost, server, ks.stop()
 }
