@@ -144,7 +144,8 @@ type Cost struct {
 	// binary's pages in memory, as opposed to heap and runtime.
 	RSSFileBytes int64 `json:"rssFileBytes"`
 	// HeapInuseBytes is go_memstats_heap_inuse_bytes from the process's
-	// /metrics at the end of the workload; absent when it could not be read.
+	// /metrics at the end of the workload, read after the resident set and
+	// a garbage collection: the live heap. Absent when it could not be read.
 	HeapInuseBytes *int64 `json:"heapInuseBytes,omitempty"`
 }
 

@@ -114,9 +114,14 @@ func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, path
 	return os.WriteFile(path, data, 0o644)
 }
 
-// heapInuse is go_memstats_heap_inuse_bytes from /metrics, or nil when the
-// metrics cannot be read: not available is reported as such.
+// heapInuse is go_memstats_heap_inuse_bytes from /metrics right after a
+// garbage collection, or nil when either cannot be had: not available is
+// reported as such. Without the collection it would count whatever garbage
+// the last cycle left, which moves by a third between runs at rest.
 func (s *schedulerProcess) heapInuse(ctx context.Context) *int64 {
+	if err := s.collectGarbage(ctx); err != nil {
+		return nil
+	}
 	families, err := s.scrape(ctx)
 	if err != nil {
 		return nil
@@ -124,6 +129,28 @@ func (s *schedulerProcess) heapInuse(ctx context.Context) *int64 {
 	for _, m := range series(families, "go_memstats_heap_inuse_bytes", nil) {
 		v := int64(m.GetGauge().GetValue())
 		return &v
+	}
+	return nil
+}
+
+// collectGarbage has the process run a garbage collection: Go's
+// /debug/pprof/heap collects first when asked with gc=1.
+func (s *schedulerProcess) collectGarbage(ctx context.Context) error {
+	url := strings.TrimSuffix(s.metricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("collecting garbage in %s: %w", s.Name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return fmt.Errorf("collecting garbage in %s: %w", s.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("collecting garbage in %s: %s", s.Name, resp.Status)
 	}
 	return nil
 }
