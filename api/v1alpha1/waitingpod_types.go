@@ -140,6 +140,7 @@ const (
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.status.podGroup`
 // +kubebuilder:printcolumn:name="Plugins",type=string,JSONPath=`.status.pendingPlugins[*].name`
+// +kubebuilder:printcolumn:name="Decidable",type=string,JSONPath=`.status.conditions[?(@.type=="Decidable")].status`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.status.expires`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`

@@ -85,7 +85,7 @@ var walkthrough = []step{
 	{"kubectl apply -f config/samples/pods/train.yaml", contains("pod/train-0 created")},
 	{"kubectl wait --for=create waitingpod/train-0", contains("condition met")},
 	{"kubectl wait --for=condition=Waiting waitingpod/train-0", contains("condition met")},
-	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+node-\d+\s+approvals\s+ManualApproval\s+\d{4}-`)},
+	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+node-\d+\s+approvals\s+ManualApproval\s+True\s+\d{4}-`)},
 	{`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`, contains("waitingpod/train-0 approved")},
 	{"kubectl wait --for=condition=Ready pod/train-0", contains("condition met")},
 	{"kubectl get events --field-selector involvedObject.name=train-0", func(out string) {
@@ -99,7 +99,7 @@ var walkthrough = []step{
 	}},
 	{"kubectl wait podgroup/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
 	{"kubectl get waitingpods", func(out string) {
-		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s.*Coscheduling: 3/4 members assigned`).FindAllString(out, -1)).To(HaveLen(3), out)
+		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s+False\s.*Coscheduling: 3/4 members assigned`).FindAllString(out, -1)).To(HaveLen(3), out)
 	}},
 	{"kubectl get podgroups", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
 	{"kubectl label node node-5 gang=workers", contains("node/node-5 labeled")},

@@ -432,21 +432,31 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(r.Stderr).To(ContainSubstring(`"podgroup/train": --undo takes waitingpod/NAME or pod/NAME: name each rejection to undo`))
 	})
 
-	It("shows each WaitingPod's group and what its plugins wait for in kubectl get", func() {
+	It("shows each WaitingPod's group, what its plugins wait for and whether a decision releases it in kubectl get", func() {
 		wp := member("cols-0", "cols", "Coscheduling", "ManualApproval")
 		wp.Status.PendingPlugins[0].Message = "3/4 members assigned"
 		wp.Status.Message = "Coscheduling: 3/4 members assigned"
 		Expect(adminClient.Status().Update(ctx, wp)).To(Succeed())
+		member("cols-1", "cols", "Coscheduling")
 		held("plain", nil)
 
 		out := run("alice", "get", "waitingpods", "-n", ns)
 		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
-			"NAME", "POD", "NODE", "PROFILE", "GROUP", "PLUGINS", "DECISION", "EXPIRES", "MESSAGE", "AGE"}))
+			"NAME", "POD", "NODE", "PROFILE", "GROUP", "PLUGINS", "DECIDABLE", "DECISION", "EXPIRES", "MESSAGE", "AGE"}))
 		rows := table(out)
+		// The Plugins column shows the first pending plugin only (the API
+		// server prints one value per cell); Decidable says whether
+		// ManualApproval is among them.
 		Expect(rows).To(HaveKeyWithValue("cols-0", And(
 			HaveKeyWithValue("GROUP", "cols"),
+			HaveKeyWithValue("PLUGINS", "Coscheduling"),
+			HaveKeyWithValue("DECIDABLE", "True"),
 			HaveKeyWithValue("MESSAGE", "Coscheduling: 3/4 members assigned"))))
-		Expect(rows).To(HaveKeyWithValue("plain", And(HaveKeyWithValue("GROUP", ""), HaveKeyWithValue("MESSAGE", ""))))
+		Expect(rows).To(HaveKeyWithValue("cols-1", And(
+			HaveKeyWithValue("PLUGINS", "Coscheduling"),
+			HaveKeyWithValue("DECIDABLE", "False"))))
+		Expect(rows).To(HaveKeyWithValue("plain", And(
+			HaveKeyWithValue("GROUP", ""), HaveKeyWithValue("DECIDABLE", ""), HaveKeyWithValue("MESSAGE", ""))))
 	})
 })
 

@@ -98,7 +98,7 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 
 		table := kubectlOK("get", "waitingpods", "-A")
 		Expect(table).To(ContainSubstring("POD"))
-		Expect(table).To(MatchRegexp(`%s\s+train-0\s+train-0\s+%s\s+approvals\s+ManualApproval\s+\d{4}-\d\d-\d\dT\S+\s+\S+\n`, ns, wp.Status.NodeName))
+		Expect(table).To(MatchRegexp(`%s\s+train-0\s+train-0\s+%s\s+approvals\s+ManualApproval\s+True\s+\d{4}-\d\d-\d\dT\S+\s+\S+\n`, ns, wp.Status.NodeName))
 
 		Expect(kubectlOK("approve", "waitingpod/train-0", "-n", ns, "--reason", "capacity reviewed")).To(Equal("waitingpod/train-0 approved\n"))
 		Expect(boundNode(pod)).To(Equal(wp.Status.NodeName))
