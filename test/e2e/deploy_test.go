@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -249,13 +250,20 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		code, _, err = get(ctx, metricsAddr, "/debug/pprof/heap", prometheus)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(code).To(Equal(http.StatusForbidden))
+		// Another caller: the metrics endpoint caches a denial for 30
+		// seconds (controller-runtime's authorizer), so prometheus would
+		// stay refused that long after a grant. Should the profiler ask
+		// before the API server's RBAC sees its binding, the wait outlasts
+		// that denial too.
+		kubectlOK(kubectl, "create", "serviceaccount", "profiler", "-n", "monitoring")
 		kubectlOK(kubectl, "create", "clusterrole", "pprof-reader", "--verb=get", "--non-resource-url=/debug/pprof/*")
-		kubectlOK(kubectl, "create", "clusterrolebinding", "prometheus-pprof", "--clusterrole=pprof-reader", "--serviceaccount=monitoring:prometheus")
+		kubectlOK(kubectl, "create", "clusterrolebinding", "profiler-pprof", "--clusterrole=pprof-reader", "--serviceaccount=monitoring:profiler")
+		profiler := token("profiler")
 		Eventually(func(g Gomega) {
-			code, _, err := get(ctx, metricsAddr, "/debug/pprof/heap", prometheus)
+			code, _, err := get(ctx, metricsAddr, "/debug/pprof/heap", profiler)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(http.StatusOK))
-		}).Should(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
 	It("keeps the operator's Leases and ControllerRevisions to its own namespace", func() {
