@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
@@ -142,24 +139,21 @@ func (a *apiServer) writes(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+	families, err := parseMetrics(data)
 	if err != nil {
 		return nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
 	}
 	out := map[string]float64{}
-	if f := families["apiserver_request_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			verb := labelValue(m, "verb")
-			if !mutating(verb) {
-				continue
-			}
-			key := verb + " " + labelValue(m, "resource")
-			if sub := labelValue(m, "subresource"); sub != "" {
-				key += "/" + sub
-			}
-			out[key] += m.GetCounter().GetValue()
+	for _, m := range series(families, "apiserver_request_total", nil) {
+		verb := labelValue(m, "verb")
+		if !mutating(verb) {
+			continue
 		}
+		key := verb + " " + labelValue(m, "resource")
+		if sub := labelValue(m, "subresource"); sub != "" {
+			key += "/" + sub
+		}
+		out[key] += m.GetCounter().GetValue()
 	}
 	return out, nil
 }

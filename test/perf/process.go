@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,49 +68,57 @@ func (s *schedulerProcess) exitError() error {
 
 // scrape reads the process's metrics in the text format.
 func (s *schedulerProcess) scrape(ctx context.Context) ([]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.metricsURL, nil)
+	data, err := s.get(ctx, s.http, "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", s.Name, err)
+	}
+	families, err := parseMetrics(data)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", s.Name, err)
+	}
+	return families, nil
+}
+
+// parseMetrics reads metrics in Prometheus' text format.
+func parseMetrics(data []byte) ([]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.http.Do(req)
+	return slices.Collect(maps.Values(families)), nil
+}
+
+// get reads path from the process's metrics endpoint with c, failing on
+// any status but 200.
+func (s *schedulerProcess) get(ctx context.Context, c *http.Client, path string) ([]byte, error) {
+	url := strings.TrimSuffix(s.metricsURL, "/metrics") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", s.Name, err)
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping %s: %s", s.Name, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", s.Name, err)
+		return nil, err
 	}
-	out := make([]*dto.MetricFamily, 0, len(families))
-	for _, f := range families {
-		out = append(out, f)
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
 	}
-	return out, nil
+	return data, nil
 }
 
 // cpuProfile has the process profile its CPU for d (Go's
 // /debug/pprof/profile, served beside its metrics) and writes the profile
 // to path.
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, path string) error {
-	url := strings.TrimSuffix(s.metricsURL, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds())))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
 	// The profile takes d; the client's own timeout is for scrapes.
-	resp, err := (&http.Client{Transport: s.http.Transport}).Do(req)
-	if err != nil {
-		return fmt.Errorf("profiling %s: %w", s.Name, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling %s: %s", s.Name, resp.Status)
-	}
-	data, err := io.ReadAll(resp.Body)
+	data, err := s.get(ctx, &http.Client{Transport: s.http.Transport},
+		fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds()))))
 	if err != nil {
 		return fmt.Errorf("profiling %s: %w", s.Name, err)
 	}
@@ -136,21 +147,8 @@ func (s *schedulerProcess) heapInuse(ctx context.Context) *int64 {
 // collectGarbage has the process run a garbage collection: Go's
 // /debug/pprof/heap collects first when asked with gc=1.
 func (s *schedulerProcess) collectGarbage(ctx context.Context) error {
-	url := strings.TrimSuffix(s.metricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
+	if _, err := s.get(ctx, s.http, "/debug/pprof/heap?gc=1"); err != nil {
 		return fmt.Errorf("collecting garbage in %s: %w", s.Name, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return fmt.Errorf("collecting garbage in %s: %w", s.Name, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("collecting garbage in %s: %s", s.Name, resp.Status)
 	}
 	return nil
 }
