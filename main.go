@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
 	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty means a self-signed certificate made at start.")
-	flag.BoolVar(&o.profiling, "profiling", true, "Serve Go's profiles under /debug/pprof/ on the metrics endpoint, to callers authorized for those paths when it is secure, as kube-scheduler's enableProfiling.")
+	flag.BoolVar(&o.profiling, "profiling", true, "Serve Go's profiles under /debug/pprof/ on the metrics endpoint, as kube-scheduler's enableProfiling: to callers authorized for those paths when it is secure; with --metrics-secure=false only on a loopback address (the operator refuses to start otherwise).")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes listen on.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica schedules.")
 	flag.StringVar(&o.leaderElectionID, "leader-election-id", "profile-scheduler.scheduling.schedprofiles.io", "Name of the leader election Lease.")
@@ -102,9 +102,13 @@ func run(o options) error {
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
 
+	metrics, err := operator.MetricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, o.profiling)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 operator.MetricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, o.profiling),
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.leaderElectionID,

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -258,11 +257,15 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 	cfg := rest.CopyConfig(base)
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
+	// Plain HTTP on loopback, with Go's profiles, as kube-scheduler's
+	// enableProfiling.
+	metrics, err := operator.MetricsServer(o.metricsAddr, false, "", true)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: localcluster.Scheme(),
-		// Plain HTTP on loopback, with Go's profiles, as kube-scheduler's
-		// enableProfiling.
-		Metrics:                operator.MetricsServer(o.metricsAddr, false, "", true),
+		Scheme:                 localcluster.Scheme(),
+		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
 	})
 	if err != nil {
@@ -349,17 +352,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 
 // loopbackOnly refuses an address that would listen beyond this machine.
 func loopbackOnly(addr string) error {
-	if addr == "0" {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if addr == "0" || operator.IsLoopbackAddress(addr) {
 		return nil
 	}
 	return errors.New("the local run listens on loopback only: use 127.0.0.1:PORT")

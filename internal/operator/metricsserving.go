@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 
@@ -22,15 +24,22 @@ import (
 // profiling adds Go's profiles under /debug/pprof/ on the same endpoint,
 // behind the same filter, as kube-scheduler's enableProfiling does on its
 // secure port: reading them takes GET on those paths, which the
-// metrics-reader role does not grant.
-func MetricsServer(bindAddress string, secure bool, certDir string, profiling bool) metricsserver.Options {
+// metrics-reader role does not grant. On a plain-HTTP endpoint nothing
+// checks the caller, and a profile shows the process's memory and command
+// line, so profiling is refused there unless the endpoint listens on
+// loopback only.
+func MetricsServer(bindAddress string, secure bool, certDir string, profiling bool) (metricsserver.Options, error) {
 	o := metricsserver.Options{BindAddress: bindAddress}
 	if secure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 		o.CertDir = certDir
 	}
-	if profiling {
+	if profiling && bindAddress != "0" {
+		if !secure && !IsLoopbackAddress(bindAddress) {
+			return o, fmt.Errorf("profiling would serve /debug/pprof/ to anyone who reaches %q: the plain-HTTP metrics endpoint checks no caller; "+
+				"keep the metrics endpoint secure, bind it to loopback (for example 127.0.0.1:8080), or turn profiling off", bindAddress)
+		}
 		o.ExtraHandlers = map[string]http.Handler{
 			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
 			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
@@ -39,5 +48,20 @@ func MetricsServer(bindAddress string, secure bool, certDir string, profiling bo
 			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 		}
 	}
-	return o
+	return o, nil
+}
+
+// IsLoopbackAddress tells whether a listen address (host:port) reaches the
+// loopback interface only: an IP literal in 127.0.0.0/8 or ::1, or
+// "localhost". An empty host (":8080") listens on every interface.
+func IsLoopbackAddress(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
