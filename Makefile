@@ -98,6 +98,9 @@ run-local: build-local ## Everything on this machine: local control plane, simul
 
 # The operator image; deploy sets it in the manifests it applies.
 IMG ?= profile-scheduler:latest
+# The kustomization deploy applies: config/prometheus adds a ServiceMonitor
+# and a verifiable metrics certificate (docs/metrics.md).
+DEPLOY_CONFIG ?= config/default
 
 .PHONY: docker-build
 docker-build: ## Build the operator image IMG.
@@ -109,11 +112,11 @@ docker-push: ## Push the operator image IMG.
 
 .PHONY: deploy
 deploy: manifests ## Install CRDs, RBAC, admission policy and the operator (image IMG) into the cluster of the current kubeconfig.
-	hack/deploy.sh apply $(IMG)
+	DEPLOY_CONFIG=$(DEPLOY_CONFIG) hack/deploy.sh apply $(IMG)
 
 .PHONY: undeploy
 undeploy: ## Remove what deploy installed (the CRDs too, and with them every SchedulingProfile and WaitingPod).
-	hack/deploy.sh delete $(IMG)
+	DEPLOY_CONFIG=$(DEPLOY_CONFIG) hack/deploy.sh delete $(IMG)
 
 ##@ Performance
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Applies config/default to the cluster of the current kubeconfig with the
+# Applies config/default (or the kustomization DEPLOY_CONFIG names, such as
+# config/prometheus) to the cluster of the current kubeconfig with the
 # operator image set to IMAGE, or deletes what it applied.
 #
 #   hack/deploy.sh apply IMAGE     # e.g. example.com/profile-scheduler:v0.1.0
@@ -10,6 +11,7 @@ set -euo pipefail
 action=${1:?usage: hack/deploy.sh apply|delete IMAGE}
 image=${2:-profile-scheduler:latest}
 root=$(cd "$(dirname "$0")/.." && pwd)
+config=$(realpath "${DEPLOY_CONFIG:-$root/config/default}")
 
 # Split IMAGE into name and tag or digest; a registry host may carry a port.
 name=$image tag="" digest=""
@@ -23,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 {
   echo "resources:"
-  echo "- $(realpath --relative-to="$work" "$root/config/default")"
+  echo "- $(realpath --relative-to="$work" "$config")"
   echo "images:"
   echo "- name: profile-scheduler"
   echo "  newName: $name"

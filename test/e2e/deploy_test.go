@@ -5,25 +5,31 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
@@ -126,15 +132,70 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 			"-o", "jsonpath={.spec.ports[*].name}/{.spec.ports[*].port}")).To(Equal("https/8443"))
 	})
 
-	It("renders a ServiceMonitor for the metrics Service, kept out of config/default", func() {
-		out := kubectlOK(kubectl, "kustomize", config("prometheus"))
-		for _, want := range []string{
-			"kind: ServiceMonitor", "name: profile-scheduler-metrics", "namespace: " + deployNamespace,
-			"port: https", "scheme: https", "app.kubernetes.io/name: profile-scheduler",
-		} {
-			Expect(out).To(ContainSubstring(want))
+	It("renders a ServiceMonitor that verifies the metrics certificate, kept out of config/default", func() {
+		objects := map[string]*unstructured.Unstructured{}
+		for _, doc := range strings.Split(kubectlOK(kubectl, "kustomize", config("prometheus")), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+			objects[u.GetKind()+"/"+u.GetName()] = u
 		}
+		monitor := objects["ServiceMonitor/profile-scheduler-metrics"]
+		certificate := objects["Certificate/profile-scheduler-metrics-cert"]
+		service := objects["Service/profile-scheduler-metrics"]
+		deployment := objects["Deployment/profile-scheduler-controller-manager"]
+		for _, o := range []*unstructured.Unstructured{monitor, certificate, service, deployment} {
+			Expect(o).NotTo(BeNil(), "config/prometheus renders %v", slices.Collect(maps.Keys(objects)))
+			Expect(o.GetNamespace()).To(Equal(deployNamespace))
+		}
+
+		// Prometheus checks whom it talks to: the CA cert-manager writes
+		// beside the certificate, for the metrics Service's DNS name.
+		endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+		Expect(endpoints).To(HaveLen(1))
+		endpoint := endpoints[0].(map[string]any)
+		Expect(endpoint).To(HaveKeyWithValue("scheme", "https"))
+		Expect(endpoint).To(HaveKeyWithValue("port", "https"))
+		skip, _, _ := unstructured.NestedBool(endpoint, "tlsConfig", "insecureSkipVerify")
+		Expect(skip).To(BeFalse())
+		serverName, _, _ := unstructured.NestedString(endpoint, "tlsConfig", "serverName")
+		Expect(serverName).To(Equal(service.GetName() + "." + deployNamespace + ".svc"))
+		dnsNames, _, _ := unstructured.NestedStringSlice(certificate.Object, "spec", "dnsNames")
+		Expect(dnsNames).To(ContainElement(serverName))
+		secretName, _, _ := unstructured.NestedString(certificate.Object, "spec", "secretName")
+		caSecret, _, _ := unstructured.NestedStringMap(endpoint, "tlsConfig", "ca", "secret")
+		Expect(caSecret).To(Equal(map[string]string{"name": secretName, "key": "ca.crt"}))
+		ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
+		Expect(ports).To(ContainElement(HaveKeyWithValue("name", "https")))
+		selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+		Expect(service.GetLabels()).To(Equal(selector))
+
+		// The operator serves that certificate: the Secret mounted where
+		// --metrics-cert-dir points.
+		d := &appsv1.Deployment{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(deployment.Object, d)).To(Succeed())
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(And(
+			HaveField("Name", "metrics-cert"),
+			HaveField("Secret.SecretName", secretName),
+			HaveField("Secret.Optional", BeNil()))))
+		manager := d.Spec.Template.Spec.Containers[0]
+		Expect(manager.VolumeMounts).To(ContainElement(And(HaveField("Name", "metrics-cert"), HaveField("ReadOnly", true))))
+		for _, m := range manager.VolumeMounts {
+			if m.Name == "metrics-cert" {
+				Expect(manager.Args).To(ContainElement("--metrics-cert-dir=" + m.MountPath))
+			}
+		}
+		Expect(manager.Args).To(ContainElement("--metrics-secure"))
+
 		Expect(kubectlOK(kubectl, "kustomize", config("default"))).NotTo(ContainSubstring("kind: ServiceMonitor"))
+		out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "deploy.sh"), "render", "example.com/ps:v1").Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).NotTo(ContainSubstring("kind: ServiceMonitor"))
+		render := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "deploy.sh"), "render", "example.com/ps:v1")
+		render.Env = append(os.Environ(), "DEPLOY_CONFIG="+config("prometheus"))
+		out, err = render.Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(ContainSubstring("kind: ServiceMonitor"))
+		Expect(string(out)).To(ContainSubstring("image: example.com/ps:v1\n"))
 	})
 
 	It("runs the operator under the installed ServiceAccount and RBAC: schedules, elects a leader, lets approvers decide, serves metrics to readers only", func() {
@@ -143,9 +204,11 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		// there but on loopback.
 		metricsAddr, err := testenv.FreeLoopbackAddress()
 		Expect(err).NotTo(HaveOccurred())
+		metricsOptions, err := operator.MetricsServer(metricsAddr, true, "", true)
+		Expect(err).NotTo(HaveOccurred())
 		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
 			Scheme:                        localcluster.Scheme(),
-			Metrics:                       operator.MetricsServer(metricsAddr, true, "", true),
+			Metrics:                       metricsOptions,
 			HealthProbeBindAddress:        "0",
 			LeaderElection:                true,
 			LeaderElectionID:              leaseName,
