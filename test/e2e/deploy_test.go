@@ -198,6 +198,21 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(string(out)).To(ContainSubstring("image: example.com/ps:v1\n"))
 	})
 
+	It("refuses to serve profiles over plain HTTP beyond loopback", func() {
+		bin, err := testenv.BuildOperator(ctx, dir)
+		Expect(err).NotTo(HaveOccurred())
+		// Refused before anything listens or reaches the API server; an
+		// operator that started anyway is stopped after a minute.
+		runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		run := exec.CommandContext(runCtx, bin, "--kubeconfig="+filepath.Join(dir, "admin.kubeconfig"),
+			"--metrics-secure=false", "--metrics-bind-address=:0", "--health-probe-bind-address=0")
+		out, err := run.CombinedOutput()
+		var exit *exec.ExitError
+		Expect(errors.As(err, &exit)).To(BeTrue(), "the operator started: %v\n%s", err, out)
+		Expect(string(out)).To(ContainSubstring(`profiling would serve /debug/pprof/ to anyone who reaches \":0\"`))
+	})
+
 	It("runs the operator under the installed ServiceAccount and RBAC: schedules, elects a leader, lets approvers decide, serves metrics to readers only", func() {
 		// The operator as the Deployment runs it, with the rights of its
 		// ServiceAccount and nothing more, its metrics served securely as
