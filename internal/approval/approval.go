@@ -96,7 +96,7 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		if decision == schedulingv1alpha1.DecisionReject {
 			undoUsage = fmt.Sprintf("\n  %s --undo (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--dry-run[=client|server]]", cmd)
 		}
-		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s (waitingpod/NAME | pod/NAME | NAME) --pod-uid UID [--ahead] [-n NAMESPACE] [--reason TEXT]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
+		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s (waitingpod/NAME | pod/NAME | NAME) [--pod-uid UID] [--ahead] [-n NAMESPACE] [--reason TEXT]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
 			"Each pod decided is printed with its UID and the profile holding it.\n\n"+
 			"podgroup/NAME (also pg/NAME) %ss every member of PodGroup NAME that is a WaitingPod now,\n"+
 			"each as if named alone: the pods the operator shows in the group, held by a profile that\n"+
