@@ -28,6 +28,7 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
@@ -55,6 +56,7 @@ const (
 type WaitingPodMirror struct {
 	client   client.Client
 	recorder events.EventRecorder
+	holders  PermitHolders
 	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
 	// mu guards records.
@@ -80,6 +82,11 @@ type record struct {
 	deadlines map[string]time.Time
 	// messages say, per pending plugin that says one, what it waits for.
 	messages map[string]string
+	// gang is set when the instance holding the pod runs Coscheduling at
+	// Permit: only then does the pod's group label make it a member of a
+	// gang. The label is the pod author's to write; which instance holds
+	// the pod is not.
+	gang bool
 	// observed is set once the scheduler reported a wait.
 	observed bool
 	resolved bool
@@ -110,12 +117,22 @@ var (
 	_ manager.Runnable             = (*WaitingPodMirror)(nil)
 )
 
-// NewWaitingPodMirror returns a mirror that writes with c and records on
-// WaitingPods with recorder. Register it with SetupWithManager.
-func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder) *WaitingPodMirror {
+// PermitHolders tells what the instance holding a pod at Permit runs; the
+// live profile set (*profiles.Set) does.
+type PermitHolders interface {
+	// WaitingPodRunsPermit reports whether the instance in which the pod
+	// with uid waits runs plugin at Permit.
+	WaitingPodRunsPermit(uid types.UID, plugin string) bool
+}
+
+// NewWaitingPodMirror returns a mirror that writes with c, records on
+// WaitingPods with recorder and asks holders which Permit plugins hold a
+// pod. Register it with SetupWithManager.
+func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder, holders PermitHolders) *WaitingPodMirror {
 	return &WaitingPodMirror{
 		client:   c,
 		recorder: recorder,
+		holders:  holders,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "waitingpod-mirror"}),
 		records:  map[types.NamespacedName]*record{},
 	}
@@ -195,9 +212,13 @@ func (r *record) forgetWaitingPod() {
 func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	pod := wp.GetPod()
 	node, deadlines, messages := wp.GetNodeName(), wp.GetPendingPluginDeadlines(), wp.GetPendingPluginMessages()
+	// Asked of the instance now, while it holds the pod: Coscheduling may
+	// already have allowed it (the member that completes a gang), so the
+	// pending plugins do not say.
+	gang := m.holders.WaitingPodRunsPermit(pod.UID, coscheduling.Name)
 	m.update(pod.Namespace, pod.Name, func(rec *record) {
 		rec.observe(pod)
-		rec.profile, rec.node, rec.deadlines, rec.messages = profile, node, deadlines, messages
+		rec.profile, rec.node, rec.deadlines, rec.messages, rec.gang = profile, node, deadlines, messages, gang
 		rec.observed, rec.resolved, rec.resolution, rec.message = true, false, 0, ""
 	})
 }
@@ -373,8 +394,17 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 			m.dropIf(key, rec.version)
 			return nil
 		}
-		// Left over from an earlier pod of the same name: its decision
-		// must not apply to this one.
+		if wp.Spec.Decision != "" {
+			// A person's decision for another pod of the same name (an
+			// earlier one, or one decided ahead that was then
+			// replaced): it must not apply to this pod, nor vanish
+			// unseen. It stays, marked, until the decision reconciler
+			// removes it as a WaitingPod whose pod is gone; then this
+			// pod is shown for its own decision.
+			return m.showOtherPod(ctx, wp, rec)
+		}
+		// Left over, undecided, from an earlier pod of the same name:
+		// nothing a person wrote is lost by replacing it.
 		if err := m.client.Delete(ctx, wp, client.Preconditions{UID: &wp.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -403,7 +433,11 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		return nil
 	}
 
-	want := desiredStatus(rec, time.Now())
+	group, err := m.podGroupOf(ctx, rec)
+	if err != nil {
+		return err
+	}
+	want := desiredStatus(rec, group, time.Now())
 	if rec.written != nil && equality.Semantic.DeepEqual(*rec.written, want) {
 		if stale, err := olderThan(wp.ResourceVersion, rec.writtenVersion); err != nil || stale {
 			// The cache has not caught up with the last write; its event
@@ -421,6 +455,62 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 	}
 	m.wrote(key, rec, wp, &want)
 	return nil
+}
+
+// podGroupOf is the PodGroup the record's pod is a member of: the one its
+// label names, when the instance holding it runs Coscheduling and the group
+// exists. Only then does Coscheduling hold the pod for that group; the
+// label alone is the pod author's claim, which must not let a pod ride a
+// decision made for someone else's gang.
+func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string, error) {
+	if rec.pod == nil || !rec.gang {
+		return "", nil
+	}
+	name := rec.pod.Labels[podgroupv1alpha1.PodGroupLabel]
+	if name == "" {
+		return "", nil
+	}
+	if err := m.client.Get(ctx, types.NamespacedName{Namespace: rec.pod.Namespace, Name: name}, &podgroupv1alpha1.PodGroup{}); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return name, nil
+}
+
+// showOtherPod marks wp, a decided WaitingPod that names another pod than
+// the one the record holds under its name, with the PodMismatch condition,
+// and tells the held pod why it is not shown yet.
+func (m *WaitingPodMirror) showOtherPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, rec *record) error {
+	want := otherPodStatus(wp, rec)
+	if equality.Semantic.DeepEqual(wp.Status, want) {
+		return nil
+	}
+	marked := meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodPodMismatch)
+	if err := m.writeStatus(ctx, wp, want); err != nil {
+		return err
+	}
+	if !marked {
+		m.recorder.Eventf(rec.pod, wp, corev1.EventTypeWarning, schedulingv1alpha1.ReasonOtherPodDecided, "Sync",
+			"WaitingPod %s/%s holds a decision by %s for pod UID %s, not for this pod, which it does not apply to; this pod is shown for its own decision once that WaitingPod is removed",
+			wp.Namespace, wp.Name, wp.Spec.DecidedBy, wp.Spec.PodUID)
+	}
+	return nil
+}
+
+// otherPodStatus is the status of wp, a decided WaitingPod naming another
+// pod than the one rec holds under its name: nothing the scheduler observed
+// belongs to the pod wp names, so the PodMismatch condition alone, keeping
+// its transition time while it says the same.
+func otherPodStatus(wp *schedulingv1alpha1.WaitingPod, rec *record) schedulingv1alpha1.WaitingPodStatus {
+	st := schedulingv1alpha1.WaitingPodStatus{}
+	if c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodPodMismatch); c != nil {
+		st.Conditions = []metav1.Condition{*c}
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: schedulingv1alpha1.WaitingPodPodMismatch, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonOtherPodDecided,
+		Message: fmt.Sprintf("The decision is for pod UID %s, which no pod of this name has now: the pod of this name, UID %s, is held at Permit on node %s and the decision does not apply to it. This WaitingPod is removed like one whose pod is gone; the held pod is then shown for its own decision",
+			wp.Spec.PodUID, rec.pod.UID, rec.node),
+	})
+	return st
 }
 
 // wrote records that status was written to wp (nil: wp was created), from
@@ -514,7 +604,8 @@ func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
 // desiredStatus is the status rec gives. It starts from the status last
 // written, so a condition that did not change keeps its transition time;
 // now stamps the ones that did.
-func desiredStatus(rec *record, now time.Time) schedulingv1alpha1.WaitingPodStatus {
+// group is the pod's PodGroup (podGroupOf).
+func desiredStatus(rec *record, group string, now time.Time) schedulingv1alpha1.WaitingPodStatus {
 	st := schedulingv1alpha1.WaitingPodStatus{}
 	if rec.written != nil {
 		rec.written.DeepCopyInto(&st)
@@ -526,7 +617,7 @@ func desiredStatus(rec *record, now time.Time) schedulingv1alpha1.WaitingPodStat
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	if rec.observed {
-		setObservedStatus(&st, rec, set)
+		setObservedStatus(&st, rec, group, set)
 	}
 	if rec.decision != nil {
 		set(*rec.decision)
@@ -534,12 +625,12 @@ func desiredStatus(rec *record, now time.Time) schedulingv1alpha1.WaitingPodStat
 	return st
 }
 
-// setObservedStatus writes the scheduler's observation in rec into st,
-// setting conditions with set.
-func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, set func(metav1.Condition)) {
+// setObservedStatus writes the scheduler's observation in rec, and the
+// pod's group, into st, setting conditions with set.
+func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, group string, set func(metav1.Condition)) {
 	st.PodUID = rec.pod.UID
 	st.Profile = rec.profile
-	st.PodGroup = rec.pod.Labels[podgroupv1alpha1.PodGroupLabel]
+	st.PodGroup = group
 	st.NodeName = rec.node
 	st.PendingPlugins = nil
 	st.Expires = nil

@@ -23,6 +23,7 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
@@ -30,6 +31,7 @@ import (
 // writes.
 type mirrorFixture struct {
 	mirror   *WaitingPodMirror
+	gangs    coschedulingHolds
 	client   client.Client
 	recorder *events.FakeRecorder
 	creates  int
@@ -40,7 +42,8 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	f := &mirrorFixture{recorder: events.NewFakeRecorder(10)}
+	utilruntime.Must(podgroupv1alpha1.AddToScheme(scheme))
+	f := &mirrorFixture{recorder: events.NewFakeRecorder(10), gangs: coschedulingHolds{}}
 	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -55,8 +58,17 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	f.mirror = NewWaitingPodMirror(f.client, f.recorder)
+	f.mirror = NewWaitingPodMirror(f.client, f.recorder, f.gangs)
 	return f
+}
+
+// coschedulingHolds are the pods, by UID, that an instance running
+// Coscheduling at Permit holds; other pods are held by instances that do
+// not run it.
+type coschedulingHolds map[types.UID]bool
+
+func (h coschedulingHolds) WaitingPodRunsPermit(uid types.UID, plugin string) bool {
+	return plugin == coscheduling.Name && h[uid]
 }
 
 var trainKey = types.NamespacedName{Namespace: "ns", Name: "train-0"}
@@ -243,10 +255,10 @@ func TestMirrorShowsNothingForWaitEndedBeforeShown(t *testing.T) {
 	}
 }
 
-func TestMirrorReplacesWaitingPodOfEarlierPod(t *testing.T) {
+func TestMirrorReplacesUndecidedWaitingPodOfEarlierPod(t *testing.T) {
 	earlier := &schedulingv1alpha1.WaitingPod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "wp-earlier"},
-		Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: "earlier-pod", Decision: schedulingv1alpha1.DecisionApprove},
+		Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: "earlier-pod"},
 	}
 	f := newMirrorFixture(t, earlier)
 	pod := trainPod("pod-uid")
@@ -379,7 +391,8 @@ func TestMirrorShowsGroupAndWhatPendingPluginsWaitFor(t *testing.T) {
 			want:      said{Plugins: map[string]string{}},
 		},
 	}
-	f := newMirrorFixture(t)
+	f := newMirrorFixture(t, namedPodGroup("train"))
+	f.gangs[pod.UID] = true
 	for i, step := range steps {
 		step.report(f.mirror)
 		f.sync(t)
@@ -408,7 +421,8 @@ func TestMirrorLeavesPodGroupEmptyForPodOutsideGroups(t *testing.T) {
 }
 
 func TestMirrorShowsLaterPodOfNameWithItsOwnGroup(t *testing.T) {
-	f := newMirrorFixture(t)
+	f := newMirrorFixture(t, namedPodGroup("a"), namedPodGroup("b"))
+	f.gangs["earlier-pod"], f.gangs["later-pod"] = true, true
 	f.mirror.PodWaiting("gangs", heldSaying(gangPod("earlier-pod", "a"), map[string]string{"Coscheduling": "1/2 members assigned"}))
 	f.sync(t)
 	f.sync(t)
@@ -421,5 +435,86 @@ func TestMirrorShowsLaterPodOfNameWithItsOwnGroup(t *testing.T) {
 	wp := f.get(t)
 	if wp.Spec.PodUID != later.UID || wp.Status.PodUID != later.UID || wp.Status.PodGroup != "b" || wp.Status.Message != "Coscheduling: 0/3 members assigned" {
 		t.Errorf("WaitingPod = %+v, %+v; want the later pod's, in group b", wp.Spec, wp.Status)
+	}
+}
+
+// namedPodGroup is PodGroup name in the namespace of trainKey.
+func namedPodGroup(name string) *podgroupv1alpha1.PodGroup {
+	return &podgroupv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+}
+
+func TestMirrorShowsGroupOnlyForCoschedulingAndAnExistingGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// coscheduling: the instance holding the pod runs Coscheduling.
+		coscheduling bool
+		groups       []string
+		want         string
+	}{
+		{name: "Coscheduling holds a member of an existing group", coscheduling: true, groups: []string{"train"}, want: "train"},
+		{name: "a pod of a profile without Coscheduling claims a group by its label", groups: []string{"train"}, want: ""},
+		{name: "the group the label names does not exist", coscheduling: true, groups: []string{"other"}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []client.Object
+			for _, g := range tc.groups {
+				objs = append(objs, namedPodGroup(g))
+			}
+			f := newMirrorFixture(t, objs...)
+			pod := gangPod("pod-uid", "train")
+			f.gangs[pod.UID] = tc.coscheduling
+			f.mirror.PodWaiting("profile", held(pod))
+			f.sync(t)
+			f.sync(t)
+			if got := f.get(t).Status.PodGroup; got != tc.want {
+				t.Errorf("podGroup = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMirrorKeepsAndMarksDecisionForAnotherPodOfTheName(t *testing.T) {
+	ahead := &schedulingv1alpha1.WaitingPod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "wp-ahead"},
+		Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: "replaced-pod", Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+	}
+	f := newMirrorFixture(t, ahead)
+	pod := trainPod("pod-uid")
+	f.mirror.PodWaiting("approvals", held(pod))
+	f.sync(t)
+	wp := f.get(t)
+	if wp.UID != ahead.UID || wp.Spec != ahead.Spec || f.creates != 0 {
+		t.Fatalf("WaitingPod %s, spec %+v, %d creates; want alice's decision kept", wp.UID, wp.Spec, f.creates)
+	}
+	c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodPodMismatch)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != schedulingv1alpha1.ReasonOtherPodDecided ||
+		!strings.Contains(c.Message, "pod UID replaced-pod") || !strings.Contains(c.Message, "UID pod-uid") {
+		t.Errorf("PodMismatch = %+v, want True naming both pods", c)
+	}
+	if wp.Status.PodUID != "" || wp.Status.NodeName != "" {
+		t.Errorf("status = %+v shows the held pod on a decision that is not its own", wp.Status)
+	}
+	select {
+	case e := <-f.recorder.Events:
+		if !strings.Contains(e, schedulingv1alpha1.ReasonOtherPodDecided) {
+			t.Errorf("event %q, want %s", e, schedulingv1alpha1.ReasonOtherPodDecided)
+		}
+	default:
+		t.Error("no event for the held pod")
+	}
+	patches := f.patches
+	f.sync(t)
+	if f.patches != patches {
+		t.Errorf("marked again with nothing changed")
+	}
+
+	// Once it is removed, the held pod is shown for its own decision.
+	if err := f.client.Delete(context.Background(), wp); err != nil {
+		t.Fatal(err)
+	}
+	f.mirror.waitingPodDeleted(wp)
+	f.sync(t)
+	if wp := f.get(t); wp.Spec.PodUID != pod.UID || wp.Spec.Decision != "" {
+		t.Errorf("WaitingPod spec = %+v, want a new, undecided one for %s", wp.Spec, pod.UID)
 	}
 }

@@ -70,8 +70,10 @@ type WaitingPodStatus struct {
 	// Profile is the schedulerName of the instance holding the pod.
 	// +optional
 	Profile string `json:"profile,omitempty"`
-	// PodGroup is the PodGroup the pod belongs to (the value of its
-	// scheduling.x-k8s.io/pod-group label), when it has one.
+	// PodGroup is the PodGroup the pod is a member of: the one its
+	// scheduling.x-k8s.io/pod-group label names, shown only when the
+	// instance holding the pod runs Coscheduling at Permit and the PodGroup
+	// exists. A label on a pod of any other profile makes it no member.
 	// +optional
 	PodGroup string `json:"podGroup,omitempty"`
 	// NodeName is the node whose resources are reserved for the pod.
@@ -90,7 +92,8 @@ type WaitingPodStatus struct {
 	// pendingPlugins, for those that say.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Conditions: Waiting, Decidable, Approved, Rejected, Expired.
+	// Conditions: Waiting, Decidable, Approved, Rejected, Expired,
+	// PodMismatch.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -116,6 +119,12 @@ const (
 	// other Permit plugins do, which a decision never releases. It is
 	// removed once the wait ends.
 	WaitingPodDecidable = "Decidable"
+	// WaitingPodPodMismatch is True on a decided WaitingPod whose
+	// spec.podUID names no pod of its name while another pod of that name
+	// is held (an earlier pod's decision, or one made ahead for a pod that
+	// was then replaced): the decision does not apply to the held pod,
+	// and the WaitingPod is kept, marked, rather than replaced.
+	WaitingPodPodMismatch = "PodMismatch"
 )
 
 // Reasons of the Decidable condition, and of an Approved or Rejected
@@ -126,6 +135,9 @@ const (
 	// ReasonHeldByOtherPlugins: only Permit plugins other than
 	// ManualApproval hold the pod; a decision does not release it.
 	ReasonHeldByOtherPlugins = "HeldByOtherPlugins"
+	// ReasonOtherPodDecided: the decision is for another pod than the one
+	// held under the WaitingPod's name (PodMismatch).
+	ReasonOtherPodDecided = "OtherPodDecided"
 )
 
 // WaitingPod is a pod held at the Permit extension point, made visible so a

@@ -175,8 +175,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	// What `make deploy` installs besides the operator itself: the admission
-	// policy that keeps decisions attributable and the approver role.
-	if err := applier.ApplyFiles(ctx, filepath.Join(o.configDir, "policy"), filepath.Join(o.configDir, "rbac", "approver_role.yaml")); err != nil {
+	// policy that keeps decisions attributable and the approvers' roles.
+	if err := applier.ApplyFiles(ctx, filepath.Join(o.configDir, "policy"), filepath.Join(o.configDir, "rbac", "approver_role.yaml"),
+		filepath.Join(o.configDir, "rbac", "schedulingprofile_reader_role.yaml")); err != nil {
 		return err
 	}
 	nodes := localcluster.Nodes("node", o.nodes, localcluster.Standard)

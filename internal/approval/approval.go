@@ -3,6 +3,13 @@
 // decidedBy, so that `kubectl approve waitingpod/NAME` works like
 // `kubectl certificate approve`, and `kubectl approve podgroup/NAME` decides
 // every held member of a gang at once.
+//
+// What a decision is about comes from the operator, never from what a pod's
+// author wrote: the pod's UID, the profile holding it and its gang are the
+// WaitingPod's status, and which profiles run ManualApproval or
+// Coscheduling is their SchedulingProfile status. Every line printed for a
+// pod decided names its UID, and --pod-uid refuses to decide another pod
+// than the one reviewed.
 package approval
 
 import (
@@ -30,7 +37,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
@@ -48,7 +57,12 @@ type options struct {
 	dryRun   string
 	// undo deletes rejected WaitingPods instead of deciding (kubectl
 	// reject --undo).
-	undo      bool
+	undo bool
+	// podUID pins the one pod named: nothing else is decided.
+	podUID types.UID
+	// ahead records a decision for a pod that no profile running
+	// ManualApproval serves now.
+	ahead     bool
 	namespace string
 	names     []string
 }
@@ -82,17 +96,21 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		if decision == schedulingv1alpha1.DecisionReject {
 			undoUsage = fmt.Sprintf("\n  %s --undo (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--dry-run[=client|server]]", cmd)
 		}
-		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
+		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s (waitingpod/NAME | pod/NAME | NAME) [--pod-uid UID] [--ahead] [-n NAMESPACE] [--reason TEXT]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
+			"Each pod decided is printed with its UID and the profile holding it.\n\n"+
 			"podgroup/NAME (also pg/NAME) %ss every member of PodGroup NAME that is a WaitingPod now,\n"+
-			"each as if named alone; members that reach Permit after the command are not covered:\n"+
-			"run it again for them.\n\nFlags:\n%s",
-			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, undoUsage, verb, flags.FlagUsages())
+			"each as if named alone: the pods the operator shows in the group, held by a profile that\n"+
+			"runs Coscheduling; pods that only carry the group's label are listed as skipped, and\n"+
+			"members that reach Permit after the command are not covered: run it again for them.\n\nFlags:\n%s",
+			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, cmd, undoUsage, verb, flags.FlagUsages())
 	}
 	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
 	flags.BoolVar(&o.all, "all", false, "Decide every undecided WaitingPod in the namespace (narrowed by --selector).")
 	flags.StringVarP(&o.selector, "selector", "l", "", "Label selector for --all, matched against the WaitingPods' (pods') labels.")
 	flags.StringVar(&o.dryRun, "dry-run", "none", `"none", "client" (print only) or "server" (send without persisting).`)
 	flags.Lookup("dry-run").NoOptDefVal = "client"
+	flags.StringVar((*string)(&o.podUID), "pod-uid", "", "Decide only if the pod named has this UID (the one reviewed); refuse if it was replaced.")
+	flags.BoolVar(&o.ahead, "ahead", false, "Record the decision even though no profile running ManualApproval serves the pod now (it is meant for a profile still to come).")
 	if decision == schedulingv1alpha1.DecisionReject {
 		// Only a rejection can be undone: an approval may have bound the
 		// pod already, and a binding cannot be taken back.
@@ -171,6 +189,12 @@ func (o *options) validate() error {
 	if o.undo && o.reason != "" {
 		return errors.New("--reason does not go with --undo: undoing records no decision")
 	}
+	if o.podUID != "" && (o.all || o.undo || len(o.names) != 1) {
+		return errors.New("--pod-uid pins one pod: name exactly one waitingpod/NAME or pod/NAME, without --all or --undo")
+	}
+	if o.ahead && (o.all || o.undo) {
+		return errors.New("--ahead goes with waitingpod/NAME or pod/NAME, not --all or --undo")
+	}
 	if !o.all && len(o.names) == 0 {
 		return errors.New("name at least one waitingpod/NAME, pod/NAME or podgroup/NAME, or use --all")
 	}
@@ -184,6 +208,9 @@ func (o *options) validate() error {
 		}
 		if o.undo && t.kind == kindPodGroup {
 			return fmt.Errorf("%q: --undo takes waitingpod/NAME or pod/NAME: name each rejection to undo", n)
+		}
+		if (o.podUID != "" || o.ahead) && t.kind == kindPodGroup {
+			return fmt.Errorf("%q: --pod-uid and --ahead take waitingpod/NAME or pod/NAME: a group's members are decided as the operator holds them", n)
 		}
 	}
 	return nil
@@ -217,6 +244,71 @@ type decider struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	user      string
+	// served is what the SchedulingProfiles' status says, read once per
+	// run when first needed.
+	served servedProfiles
+}
+
+// servedProfiles maps each schedulerName an active SchedulingProfile serves
+// to the Permit plugins its serving instance runs, as its status says.
+type servedProfiles map[string][]string
+
+// servedProfiles reads which profiles serve pods now and what runs at their
+// Permit, from the profiles' status: the operator writes it from the
+// instances it built, whereas a pod's spec and labels are its author's.
+func (d *decider) servedProfiles(ctx context.Context) (servedProfiles, error) {
+	if d.served != nil {
+		return d.served, nil
+	}
+	var list schedulingv1alpha1.SchedulingProfileList
+	if err := d.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing SchedulingProfiles: %w", err)
+	}
+	served := servedProfiles{}
+	for _, sp := range list.Items {
+		// Of profiles claiming one schedulerName, only the one serving it
+		// is Active.
+		if sp.Status.SchedulerName == "" || !meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileActive) {
+			continue
+		}
+		permit := []string{}
+		if sp.Status.Plugins != nil {
+			for _, p := range sp.Status.Plugins.Permit {
+				permit = append(permit, p.Name)
+			}
+		}
+		served[sp.Status.SchedulerName] = permit
+	}
+	d.served = served
+	return served, nil
+}
+
+// checkManualApproval refuses, unless --ahead says it is meant, a decision
+// for pod that is not held by ManualApproval now and that no profile
+// running ManualApproval serves: recorded, it would release nothing.
+func (d *decider) checkManualApproval(ctx context.Context, pod *corev1.Pod) error {
+	if d.opts.ahead {
+		return nil
+	}
+	name := pod.Spec.SchedulerName
+	if name == "" {
+		name = corev1.DefaultSchedulerName
+	}
+	served, err := d.servedProfiles(ctx)
+	if err != nil {
+		return fmt.Errorf("pod %s/%s is not held by %s now, and whether its profile %q runs it cannot be told (%v): nothing was %s; pass --ahead to record the decision anyway",
+			pod.Namespace, pod.Name, manualapproval.Name, name, err, verbs[d.opts.decision])
+	}
+	permit, ok := served[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("pod %s/%s is for scheduler %q, which no SchedulingProfile serves: %s never holds it, so nothing was %s; pass --ahead if the decision is meant for a profile still to come",
+			pod.Namespace, pod.Name, name, manualapproval.Name, verbs[d.opts.decision])
+	case !slices.Contains(permit, manualapproval.Name):
+		return fmt.Errorf("pod %s/%s is scheduled by profile %q, which does not run %s at Permit: a decision would release nothing, so nothing was %s; pass --ahead if %s is still to be added",
+			pod.Namespace, pod.Name, name, manualapproval.Name, verbs[d.opts.decision], manualapproval.Name)
+	}
+	return nil
 }
 
 func (d *decider) run(ctx context.Context) error {
@@ -258,30 +350,44 @@ func (d *decider) run(ctx context.Context) error {
 
 // decideGroup decides every member of PodGroup group that is a WaitingPod
 // now, each as decide would, and prints a summary. Members are the
-// WaitingPods whose status names the group: only the operator writes status,
-// from the label of the pod it holds, whereas a WaitingPod's labels are
-// whatever its creator gave it. Each member is decided from the object
-// listed here, under its resourceVersion, so a WaitingPod replaced meanwhile
-// (another pod of that name, maybe of another group) is refused rather than
-// decided. It returns how many targets it stood for (its members, or itself
-// when it has none) and the names of those not decided.
+// WaitingPods whose status names the group and whose profile runs
+// Coscheduling: only the operator writes status, and it shows a group only
+// for a pod an instance running Coscheduling holds, whereas a pod's labels
+// (and so its WaitingPod's) are whatever its author gave it. A WaitingPod
+// that claims the group otherwise is listed as skipped, with why. Each
+// member is decided from the object listed here, under its
+// resourceVersion, so a WaitingPod replaced meanwhile (another pod of that
+// name, maybe of another group) is refused rather than decided. It returns
+// how many targets it stood for (its members, or itself when it has none)
+// and the names of those not decided.
 func (d *decider) decideGroup(ctx context.Context, group string) (int, []string) {
 	var list schedulingv1alpha1.WaitingPodList
 	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace)); err != nil {
 		fmt.Fprintf(d.stderr, "error: podgroup/%s: listing WaitingPods: %v\n", group, err)
 		return 1, []string{"podgroup/" + group}
 	}
+	served, err := d.servedProfiles(ctx)
+	if err != nil {
+		fmt.Fprintf(d.stderr, "error: podgroup/%s: which profiles run %s cannot be told (%v): nothing was %s\n", group, coscheduling.Name, err, verbs[d.opts.decision])
+		return 1, []string{"podgroup/" + group}
+	}
 	var members []*schedulingv1alpha1.WaitingPod
 	for i := range list.Items {
-		if list.Items[i].Status.PodGroup == group {
-			members = append(members, &list.Items[i])
+		wp := &list.Items[i]
+		if wp.Status.PodGroup != group && wp.Labels[podgroupv1alpha1.PodGroupLabel] != group {
+			continue
 		}
+		if why := notMember(wp, group, served); why != "" {
+			fmt.Fprintf(d.stderr, "Warning: waitingpod/%s skipped: %s; it is no member of podgroup/%s and was not %s\n", wp.Name, why, group, verbs[d.opts.decision])
+			continue
+		}
+		members = append(members, wp)
 	}
+	slices.SortFunc(members, func(a, b *schedulingv1alpha1.WaitingPod) int { return strings.Compare(a.Name, b.Name) })
 	if len(members) == 0 {
 		fmt.Fprintf(d.stderr, "error: podgroup/%s has no members held at Permit in namespace %s: no WaitingPod shows that group\n", group, d.opts.namespace)
 		return 1, []string{"podgroup/" + group}
 	}
-	slices.SortFunc(members, func(a, b *schedulingv1alpha1.WaitingPod) int { return strings.Compare(a.Name, b.Name) })
 	var failed []string
 	decided, already := 0, 0
 	for _, wp := range members {
@@ -289,7 +395,7 @@ func (d *decider) decideGroup(ctx context.Context, group string) (int, []string)
 		// is how a gang is decided piecemeal: members that already have
 		// this decision, for the pod held now, are reported, not failed.
 		if wp.Spec.Decision == d.opts.decision && wp.Spec.PodUID == wp.Status.PodUID {
-			fmt.Fprintf(d.stdout, "waitingpod/%s already %s\n", wp.Name, verbs[d.opts.decision])
+			d.report("waitingpod/"+wp.Name, "already "+verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
 			already++
 			continue
 		}
@@ -305,6 +411,24 @@ func (d *decider) decideGroup(ctx context.Context, group string) (int, []string)
 	}
 	fmt.Fprintf(d.stdout, "%s%s\n", summary, d.dryRunSuffix())
 	return decided, failed
+}
+
+// notMember says why wp, which claims group by its label or status, is no
+// member of it; "" when it is one.
+func notMember(wp *schedulingv1alpha1.WaitingPod, group string, served servedProfiles) string {
+	profile := wp.Status.Profile
+	permit, ok := served[profile]
+	switch {
+	case profile == "":
+		return "the scheduler shows no profile holding it"
+	case !ok:
+		return fmt.Sprintf("its profile %q serves no pods now", profile)
+	case !slices.Contains(permit, coscheduling.Name):
+		return fmt.Sprintf("its profile %q does not run %s, so its pod's group label makes it no member", profile, coscheduling.Name)
+	case wp.Status.PodGroup != group:
+		return "the scheduler does not show it in the group"
+	}
+	return ""
 }
 
 func (d *decider) targets(ctx context.Context) ([]target, error) {
@@ -483,22 +607,42 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 		return fmt.Errorf("waitingpod %s/%s was not %s: it is held by %s, not %s, and a decision does not release it",
 			wp.Namespace, wp.Name, verbs[d.opts.decision], strings.Join(others, ", "), manualapproval.Name)
 	}
+	for _, uid := range []types.UID{wp.Spec.PodUID, wp.Status.PodUID} {
+		if pin := d.opts.podUID; pin != "" && uid != "" && uid != pin {
+			return fmt.Errorf("waitingpod %s/%s is for pod UID %s, not %s (--pod-uid): nothing was %s", wp.Namespace, wp.Name, uid, pin, verbs[d.opts.decision])
+		}
+	}
 	orig := wp.DeepCopy()
-	if wp.Spec.PodUID == "" {
-		// A decision must name its pod; the API server refuses it otherwise.
-		uid, err := d.podUID(ctx, wp.Name)
+	// Held by ManualApproval, as the operator shows (held by other plugins
+	// only was refused above), the pod is the one the WaitingPod names.
+	// Otherwise the decision is made ahead of a hold, for the pod of that
+	// name now, which is read.
+	held := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable) != nil
+	if wp.Spec.PodUID == "" || d.opts.podUID != "" || !held {
+		pod, err := d.pendingPod(ctx, wp.Name)
 		if err != nil {
 			return err
 		}
-		if held := wp.Status.PodUID; held != "" && held != uid {
+		switch {
+		case d.opts.podUID != "" && pod.UID != d.opts.podUID:
+			return fmt.Errorf("pod %s/%s is now pod UID %s, not %s (--pod-uid): it was replaced, and nothing was %s", pod.Namespace, pod.Name, pod.UID, d.opts.podUID, verbs[d.opts.decision])
+		case wp.Spec.PodUID != "" && wp.Spec.PodUID != pod.UID:
+			return fmt.Errorf("waitingpod %s/%s is for pod UID %s, but the pod of that name now is pod UID %s: nothing was %s", wp.Namespace, wp.Name, wp.Spec.PodUID, pod.UID, verbs[d.opts.decision])
+		case wp.Spec.PodUID == "" && wp.Status.PodUID != "" && wp.Status.PodUID != pod.UID:
 			// The pod of that name now is not the one the scheduler held.
 			return fmt.Errorf("waitingpod %s/%s is about an earlier pod of that name: nothing was %s", wp.Namespace, wp.Name, verbs[d.opts.decision])
 		}
-		wp.Spec.PodUID = uid
+		if !held {
+			if err := d.checkManualApproval(ctx, pod); err != nil {
+				return err
+			}
+		}
+		// A decision must name its pod; the API server refuses it otherwise.
+		wp.Spec.PodUID = pod.UID
 	}
 	d.fill(&wp.Spec)
 	if d.opts.dryRun == "client" {
-		fmt.Fprintf(d.stdout, "waitingpod/%s %s (dry run)\n", wp.Name, verbs[d.opts.decision])
+		d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
 		d.warnStillHeld(wp)
 		return nil
 	}
@@ -510,9 +654,30 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 		}
 		return err
 	}
-	fmt.Fprintf(d.stdout, "waitingpod/%s %s%s\n", wp.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
 	d.warnStillHeld(wp)
 	return nil
+}
+
+// report prints the line of one pod decided: what was done to subject,
+// then which pod it was for (its UID) and the profile holding it, when the
+// operator shows one, so that what was decided can be checked against what
+// was reviewed. note, if any, follows.
+func (d *decider) report(subject, done string, uid types.UID, profile, note string) {
+	details := []string{"pod UID " + string(uid)}
+	if profile != "" {
+		details = append(details, "profile "+profile)
+	}
+	switch d.opts.dryRun {
+	case "client":
+		details = append(details, "dry run")
+	case "server":
+		details = append(details, "server dry run")
+	}
+	if note != "" {
+		note = ": " + note
+	}
+	fmt.Fprintf(d.stdout, "%s %s (%s)%s\n", subject, done, strings.Join(details, ", "), note)
 }
 
 // warnStillHeld tells the approver of a pod that other Permit plugins hold
@@ -527,20 +692,20 @@ func (d *decider) warnStillHeld(wp *schedulingv1alpha1.WaitingPod) {
 	}
 }
 
-// podUID is the UID of the pending pod name, for a WaitingPod whose spec
-// does not name it yet.
-func (d *decider) podUID(ctx context.Context, name string) (types.UID, error) {
+// pendingPod is the pending pod name, for a WaitingPod that the operator
+// does not show held by ManualApproval, or whose spec names no pod yet.
+func (d *decider) pendingPod(ctx context.Context, name string) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: name}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("pod %s/%s is gone; there is nothing to decide", d.opts.namespace, name)
+			return nil, fmt.Errorf("pod %s/%s is gone; there is nothing to decide", d.opts.namespace, name)
 		}
-		return "", err
+		return nil, err
 	}
 	if pod.Spec.NodeName != "" {
-		return "", fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
+		return nil, fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	}
-	return pod.UID, nil
+	return pod, nil
 }
 
 // heldByOthersOnly reports, from what the operator observed, whether only
@@ -578,6 +743,11 @@ func (d *decider) decideAhead(ctx context.Context, t target) error {
 		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is finished or being deleted", pod.Namespace, pod.Name)
+	case d.opts.podUID != "" && pod.UID != d.opts.podUID:
+		return fmt.Errorf("pod %s/%s is now pod UID %s, not %s (--pod-uid): it was replaced, and nothing was %s", pod.Namespace, pod.Name, pod.UID, d.opts.podUID, verbs[d.opts.decision])
+	}
+	if err := d.checkManualApproval(ctx, pod); err != nil {
+		return err
 	}
 	wp := &schedulingv1alpha1.WaitingPod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -592,8 +762,9 @@ func (d *decider) decideAhead(ctx context.Context, t target) error {
 		Spec: schedulingv1alpha1.WaitingPodSpec{PodUID: pod.UID},
 	}
 	d.fill(&wp.Spec)
+	note := "it is not held yet, the decision applies when it is"
 	if d.opts.dryRun == "client" {
-		fmt.Fprintf(d.stdout, "pod/%s %s ahead of Permit (dry run)\n", pod.Name, verbs[d.opts.decision])
+		d.report("pod/"+pod.Name, verbs[d.opts.decision]+" ahead of Permit", pod.UID, "", note)
 		return nil
 	}
 	if err := d.client.Create(ctx, wp, d.dryRunCreateOpts()...); err != nil {
@@ -602,7 +773,7 @@ func (d *decider) decideAhead(ctx context.Context, t target) error {
 		}
 		return err
 	}
-	fmt.Fprintf(d.stdout, "pod/%s %s ahead of Permit: it is not held yet, the decision applies when it is%s\n", pod.Name, verbs[d.opts.decision], d.dryRunSuffix())
+	d.report("pod/"+pod.Name, verbs[d.opts.decision]+" ahead of Permit", pod.UID, "", note)
 	return nil
 }
 

@@ -122,7 +122,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	}
 
 	recorder := mgr.GetEventRecorder(EventSource)
-	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder)
+	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder, sched.Profiles())
 	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,23 @@ type Set struct {
 type instance struct {
 	fwk  framework.Framework
 	refs atomic.Int64
+	// permit lists the instance's Permit plugins, read from it the first
+	// time they are asked for: they never change once it is built.
+	permit func() []string
+}
+
+func newInstance(fwk framework.Framework) *instance {
+	inst := &instance{fwk: fwk, permit: sync.OnceValue(func() []string {
+		var names []string
+		if plugins := fwk.ListPlugins(); plugins != nil {
+			for _, p := range plugins.Permit.Enabled {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	})}
+	inst.refs.Store(1)
+	return inst
 }
 
 // Ref is one use of an instance, taken by Acquire. The instance is not closed
@@ -104,8 +121,7 @@ func (s *Set) Publish(name string, fwk framework.Framework) {
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
 
-	inst := &instance{fwk: fwk}
-	inst.refs.Store(1)
+	inst := newInstance(fwk)
 	s.mu.Lock()
 	old := s.serving[name]
 	s.serving[name] = inst
@@ -214,6 +230,31 @@ func (s *Set) GetWaitingPod(uid types.UID) (framework.WaitingPod, string) {
 		}
 	}
 	return nil, ""
+}
+
+// WaitingPodRunsPermit reports whether the instance in which the pod with
+// uid waits at Permit, serving or retiring, runs plugin at Permit: what the
+// pod's wait answers to comes from the instance holding it, not from
+// whichever instance serves its profile's name now. False when no instance
+// holds the pod.
+func (s *Set) WaitingPodRunsPermit(uid types.UID, plugin string) bool {
+	s.mu.RLock()
+	var holder *instance
+	for _, inst := range s.serving {
+		if inst.fwk.GetWaitingPod(uid) != nil {
+			holder = inst
+			break
+		}
+	}
+	for inst := range s.retiring {
+		if holder == nil && inst.fwk.GetWaitingPod(uid) != nil {
+			holder = inst
+		}
+	}
+	s.mu.RUnlock()
+	// The plugin list is read without mu: building it calls into the
+	// instance, and the instance stays valid to read after it is closed.
+	return holder != nil && slices.Contains(holder.permit(), plugin)
 }
 
 // Retiring returns how many replaced or removed instances are still in use.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
@@ -19,6 +20,16 @@ type fakeFramework struct {
 	mu      sync.Mutex
 	closed  int
 	waiting []*fakeWaitingPod
+	// permit are the Permit plugins it runs.
+	permit []string
+}
+
+func (f *fakeFramework) ListPlugins() *configv1.Plugins {
+	out := &configv1.Plugins{}
+	for _, name := range f.permit {
+		out.Permit.Enabled = append(out.Permit.Enabled, configv1.Plugin{Name: name})
+	}
+	return out
 }
 
 func (f *fakeFramework) Close() error {
@@ -233,6 +244,34 @@ func TestConcurrentAcquireAndPublishCloseEachInstanceOnce(t *testing.T) {
 	for i, fwk := range instances {
 		if n := fwk.closeCount(); n != 1 {
 			t.Errorf("instance %d closed %d times, want 1", i, n)
+		}
+	}
+}
+
+func TestWaitingPodRunsPermitAsksTheInstanceHoldingThePod(t *testing.T) {
+	s := NewSet(klog.Background())
+	// The gang profile's first generation runs Coscheduling; its second,
+	// published while a pod still waits in the first, does not.
+	first := &fakeFramework{permit: []string{"Coscheduling", "ManualApproval"}, waiting: []*fakeWaitingPod{{uid: "in-first"}}}
+	s.Publish("gangs", first)
+	ref, _ := s.Acquire("gangs")
+	defer ref.Release()
+	s.Publish("gangs", &fakeFramework{permit: []string{"ManualApproval"}, waiting: []*fakeWaitingPod{{uid: "in-second"}}})
+	s.Publish("approvals", &fakeFramework{permit: []string{"ManualApproval"}, waiting: []*fakeWaitingPod{{uid: "approval"}}})
+
+	for _, tc := range []struct {
+		uid    types.UID
+		plugin string
+		want   bool
+	}{
+		{uid: "in-first", plugin: "Coscheduling", want: true},
+		{uid: "in-second", plugin: "Coscheduling", want: false},
+		{uid: "in-second", plugin: "ManualApproval", want: true},
+		{uid: "approval", plugin: "Coscheduling", want: false},
+		{uid: "not-held", plugin: "ManualApproval", want: false},
+	} {
+		if got := s.WaitingPodRunsPermit(tc.uid, tc.plugin); got != tc.want {
+			t.Errorf("WaitingPodRunsPermit(%s, %s) = %v, want %v", tc.uid, tc.plugin, got, tc.want)
 		}
 	}
 }

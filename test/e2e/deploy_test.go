@@ -283,7 +283,7 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		kubectlOK(kubectl, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "samples", "pods", "train.yaml"))
 		kubectlOK(kubectl, "wait", "--for=create", "waitingpod/train-0", "--timeout=60s")
 		kubectlOK(kubectl, "wait", "--for=condition=Waiting", "waitingpod/train-0", "--timeout=60s")
-		Expect(kubectlOK(alice, "approve", "waitingpod/train-0", "--reason", "quota checked")).To(Equal("waitingpod/train-0 approved\n"))
+		Expect(kubectlOK(alice, "approve", "waitingpod/train-0", "--reason", "quota checked")).To(MatchRegexp(`^waitingpod/train-0 approved \(pod UID [0-9a-f-]+, profile approvals\)\n$`))
 		kubectlOK(kubectl, "wait", "--for=condition=PodScheduled", "pod/train-0", "--timeout=60s")
 		Eventually(func() string {
 			return kubectlOK(kubectl, "get", "events", "--field-selector", "involvedObject.name=train-0,reason=Approved")

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -56,6 +57,9 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 	holdBy := func(wp *schedulingv1alpha1.WaitingPod, plugins ...string) {
 		GinkgoHelper()
 		wp.Status.PodUID = wp.Spec.PodUID
+		if wp.Status.Profile == "" {
+			wp.Status.Profile = manualProfile
+		}
 		wp.Status.PendingPlugins = nil
 		decidable := metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins, Message: "Held by other plugins"}
 		for _, p := range plugins {
@@ -73,11 +77,16 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wp)).To(Succeed())
 		return wp
 	}
+	// uid is the pod the WaitingPod name is for.
+	uid := func(name string) types.UID {
+		GinkgoHelper()
+		return get(name).Spec.PodUID
+	}
 
 	It("approves a WaitingPod in the caller's name, with the reason", func() {
 		held("web-0", nil)
 		out := run("alice", "approve", "waitingpod/web-0", "-n", ns, "--reason", "capacity reviewed")
-		Expect(out).To(Equal("waitingpod/web-0 approved\n"))
+		Expect(out).To(Equal(decidedLine("waitingpod/web-0", "approved", uid("web-0"))))
 		Expect(get("web-0").Spec).To(Equal(schedulingv1alpha1.WaitingPodSpec{
 			PodUID: get("web-0").Spec.PodUID, Decision: schedulingv1alpha1.DecisionApprove,
 			Reason: "capacity reviewed", DecidedBy: "alice",
@@ -88,7 +97,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		held("a", nil)
 		held("b", nil)
 		out := run("alice", "reject", "pod/a", "b", "--namespace", ns, "--reason", "not now")
-		Expect(out).To(Equal("waitingpod/a rejected\nwaitingpod/b rejected\n"))
+		Expect(out).To(Equal(decidedLine("waitingpod/a", "rejected", uid("a")) + decidedLine("waitingpod/b", "rejected", uid("b"))))
 		for _, n := range []string{"a", "b"} {
 			Expect(get(n).Spec.Decision).To(Equal(schedulingv1alpha1.DecisionReject))
 			Expect(get(n).Spec.Reason).To(Equal("not now"))
@@ -100,14 +109,14 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		held("batch-1", map[string]string{"app": "batch"})
 		held("web-0", map[string]string{"app": "web"})
 		out := run("alice", "approve", "--all", "-l", "app=batch", "-n", ns)
-		Expect(out).To(Equal("waitingpod/batch-0 approved\nwaitingpod/batch-1 approved\n"))
+		Expect(out).To(Equal(decidedLine("waitingpod/batch-0", "approved", uid("batch-0")) + decidedLine("waitingpod/batch-1", "approved", uid("batch-1"))))
 		Expect(get("web-0").Spec.Decision).To(BeEmpty())
 	})
 
 	It("changes nothing with --dry-run and --dry-run=server", func() {
 		held("dry", nil)
-		Expect(run("alice", "approve", "waitingpod/dry", "-n", ns, "--dry-run")).To(Equal("waitingpod/dry approved (dry run)\n"))
-		Expect(run("alice", "approve", "waitingpod/dry", "-n", ns, "--dry-run=server")).To(Equal("waitingpod/dry approved (server dry run)\n"))
+		Expect(run("alice", "approve", "waitingpod/dry", "-n", ns, "--dry-run")).To(Equal(decidedLine("waitingpod/dry", "approved", uid("dry"), "dry run")))
+		Expect(run("alice", "approve", "waitingpod/dry", "-n", ns, "--dry-run=server")).To(Equal(decidedLine("waitingpod/dry", "approved", uid("dry"), "server dry run")))
 		Expect(get("dry").Spec.Decision).To(BeEmpty())
 	})
 
@@ -115,7 +124,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		pod := pendingPod(ns, "early", map[string]string{"app": "early"})
 		Expect(adminClient.Create(ctx, pod)).To(Succeed())
 		out := run("alice", "approve", "pod/early", "-n", ns)
-		Expect(out).To(ContainSubstring("pod/early approved ahead of Permit"))
+		Expect(out).To(Equal(fmt.Sprintf("pod/early approved ahead of Permit (pod UID %s): it is not held yet, the decision applies when it is\n", pod.UID)))
 		wp := get("early")
 		Expect(wp.Spec.PodUID).To(Equal(pod.UID))
 		Expect(wp.Spec.DecidedBy).To(Equal("alice"))
@@ -166,7 +175,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		holdBy(held("batch-0", map[string]string{"app": "batch"}), "ManualApproval")
 		r := kubectlAs("alice", "approve", "--all", "-n", ns)
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/batch-0 approved\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/batch-0", "approved", uid("batch-0"), "profile manual")))
 		Expect(r.Stderr).To(Equal("Warning: waitingpod/gang-0 skipped: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"))
 		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
 		Expect(get("batch-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
@@ -181,12 +190,12 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		warning := "Warning: waitingpod/both is still held by Coscheduling, which an approval does not release\n"
 		r := kubectlAs("alice", "approve", "both", "-n", ns, "--dry-run")
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/both approved (dry run)\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/both", "approved", uid("both"), "profile manual", "dry run")))
 		Expect(r.Stderr).To(Equal(warning))
 
 		r = kubectlAs("alice", "approve", "both", "-n", ns)
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/both approved\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/both", "approved", uid("both"), "profile manual")))
 		Expect(r.Stderr).To(Equal(warning))
 		Expect(get("both").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
 
@@ -195,7 +204,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		holdBy(held("both-rejected", nil), "Coscheduling", "ManualApproval")
 		r = kubectlAs("alice", "reject", "both-rejected", "-n", ns)
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/both-rejected rejected\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/both-rejected", "rejected", uid("both-rejected"), "profile manual")))
 		Expect(r.Stderr).To(BeEmpty())
 	})
 
@@ -205,7 +214,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		held("ok-1", nil)
 		r := kubectlAs("alice", "approve", "ok-0", "gang-0", "ghost", "pod/ok-1", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(Equal("waitingpod/ok-0 approved\nwaitingpod/ok-1 approved\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/ok-0", "approved", uid("ok-0")) + decidedLine("waitingpod/ok-1", "approved", uid("ok-1"))))
 		Expect(r.Stderr).To(Equal(fmt.Sprintf(
 			"error: waitingpod %[1]s/gang-0 was not approved: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
 				"error: waitingpod \"ghost\" not found in namespace %[1]s (no WaitingPod and no Pod of that name)\n"+
@@ -222,7 +231,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(adminClient.Create(ctx, &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}})).To(Succeed())
 		r := kubectlAs("alice", "reject", "--all", "-n", ns, "--reason", "not now")
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(Equal("waitingpod/batch-0 rejected\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/batch-0", "rejected", uid("batch-0"), "profile manual")))
 		Expect(r.Stderr).To(Equal(fmt.Sprintf(
 			"Warning: waitingpod/gang-0 skipped: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
 				"error: pod %s/orphan is gone; there is nothing to decide\n"+
@@ -267,7 +276,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Eventually(func(g Gomega) {
 			r := kubectlAs("alice", "approve", "audited", "-n", ns, "--dry-run=server")
 			g.Expect(r.Code).To(BeZero(), r.Stderr)
-			g.Expect(r.Stdout).To(Equal("waitingpod/audited approved (server dry run)\n"))
+			g.Expect(r.Stdout).To(Equal(decidedLine("waitingpod/audited", "approved", uid("audited"), "server dry run")))
 			g.Expect(r.Stderr).To(HavePrefix("Warning: "))
 			g.Expect(r.Stderr).To(ContainSubstring("decisions in this namespace are audited"))
 		}).Should(Succeed())
@@ -278,7 +287,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		pod := pendingPod(ns, "unnamed", nil)
 		Expect(adminClient.Create(ctx, pod)).To(Succeed())
 		Expect(adminClient.Create(ctx, &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unnamed"}})).To(Succeed())
-		Expect(run("alice", "approve", "unnamed", "-n", ns)).To(Equal("waitingpod/unnamed approved\n"))
+		Expect(run("alice", "approve", "unnamed", "-n", ns)).To(Equal(decidedLine("waitingpod/unnamed", "approved", pod.UID)))
 		Expect(get("unnamed").Spec.PodUID).To(Equal(pod.UID))
 	})
 
@@ -309,6 +318,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		GinkgoHelper()
 		wp := held(name, map[string]string{podgroupv1alpha1.PodGroupLabel: group})
 		wp.Status.PodGroup = group
+		wp.Status.Profile = gangsProfile
 		holdBy(wp, plugins...)
 		return wp
 	}
@@ -326,11 +336,16 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 		r := kubectlAs("alice", "approve", "podgroup/train", "-n", ns, "--reason", "gang reviewed")
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/train-0 approved\nwaitingpod/train-1 approved\nwaitingpod/train-2 approved\npodgroup/train: 3 of 3 members approved\n"))
+		Expect(r.Stdout).To(Equal(
+			decidedLine("waitingpod/train-0", "approved", uid("train-0"), "profile gangs") +
+				decidedLine("waitingpod/train-1", "approved", uid("train-1"), "profile gangs") +
+				decidedLine("waitingpod/train-2", "approved", uid("train-2"), "profile gangs") +
+				"podgroup/train: 3 of 3 members approved\n"))
 		// The gang's quorum is Coscheduling's to release: the approval
 		// reaches ManualApproval only.
 		Expect(r.Stderr).To(Equal(
-			"Warning: waitingpod/train-1 is still held by Coscheduling, which an approval does not release\n" +
+			"Warning: waitingpod/labelled skipped: the scheduler shows no profile holding it; it is no member of podgroup/train and was not approved\n" +
+				"Warning: waitingpod/train-1 is still held by Coscheduling, which an approval does not release\n" +
 				"Warning: waitingpod/train-2 is still held by Coscheduling, which an approval does not release\n"))
 		for _, wp := range members {
 			Expect(get(wp.Name).Spec).To(Equal(schedulingv1alpha1.WaitingPodSpec{
@@ -345,8 +360,12 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		member("train-3", "train", "Coscheduling", "ManualApproval")
 		r = kubectlAs("alice", "approve", "podgroup/train", "-n", ns)
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/train-0 already approved\nwaitingpod/train-1 already approved\nwaitingpod/train-2 already approved\n" +
-			"waitingpod/train-3 approved\npodgroup/train: 1 of 1 members approved, 3 already were\n"))
+		Expect(r.Stdout).To(Equal(
+			decidedLine("waitingpod/train-0", "already approved", uid("train-0"), "profile gangs") +
+				decidedLine("waitingpod/train-1", "already approved", uid("train-1"), "profile gangs") +
+				decidedLine("waitingpod/train-2", "already approved", uid("train-2"), "profile gangs") +
+				decidedLine("waitingpod/train-3", "approved", uid("train-3"), "profile gangs") +
+				"podgroup/train: 1 of 1 members approved, 3 already were\n"))
 
 		// The opposite decision: as for a single decision, nothing changes.
 		r = kubectlAs("alice", "reject", "pg/train", "-n", ns)
@@ -360,14 +379,21 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		member("gang-0", "gang", "ManualApproval")
 		member("gang-1", "gang", "Coscheduling", "ManualApproval")
 		Expect(run("alice", "reject", "pg/gang", "-n", ns, "--dry-run")).To(Equal(
-			"waitingpod/gang-0 rejected (dry run)\nwaitingpod/gang-1 rejected (dry run)\npodgroup/gang: 2 of 2 members rejected (dry run)\n"))
+			decidedLine("waitingpod/gang-0", "rejected", uid("gang-0"), "profile gangs", "dry run") +
+				decidedLine("waitingpod/gang-1", "rejected", uid("gang-1"), "profile gangs", "dry run") +
+				"podgroup/gang: 2 of 2 members rejected (dry run)\n"))
 		Expect(run("alice", "reject", "podgroups/gang", "-n", ns, "--dry-run=server")).To(Equal(
-			"waitingpod/gang-0 rejected (server dry run)\nwaitingpod/gang-1 rejected (server dry run)\npodgroup/gang: 2 of 2 members rejected (server dry run)\n"))
+			decidedLine("waitingpod/gang-0", "rejected", uid("gang-0"), "profile gangs", "server dry run") +
+				decidedLine("waitingpod/gang-1", "rejected", uid("gang-1"), "profile gangs", "server dry run") +
+				"podgroup/gang: 2 of 2 members rejected (server dry run)\n"))
 		Expect(get("gang-0").Spec.Decision).To(BeEmpty())
 
 		r := kubectlAs("alice", "reject", "podgroup/gang", "-n", ns, "--reason", "over budget")
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/gang-0 rejected\nwaitingpod/gang-1 rejected\npodgroup/gang: 2 of 2 members rejected\n"))
+		Expect(r.Stdout).To(Equal(
+			decidedLine("waitingpod/gang-0", "rejected", uid("gang-0"), "profile gangs") +
+				decidedLine("waitingpod/gang-1", "rejected", uid("gang-1"), "profile gangs") +
+				"podgroup/gang: 2 of 2 members rejected\n"))
 		Expect(r.Stderr).To(BeEmpty())
 		for _, n := range []string{"gang-0", "gang-1"} {
 			Expect(get(n).Spec).To(HaveField("Decision", schedulingv1alpha1.DecisionReject))
@@ -397,14 +423,15 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
 			r := kubectlAs("alice", verb, "podgroup/mixed", "-n", ns, "--dry-run=server")
 			Expect(r.Code).To(Equal(1), verb)
-			Expect(r.Stdout).To(Equal(fmt.Sprintf("waitingpod/mixed-0 %s (server dry run)\npodgroup/mixed: 1 of 2 members %[1]s (server dry run)\n", done)), verb)
+			Expect(r.Stdout).To(Equal(decidedLine("waitingpod/mixed-0", done, uid("mixed-0"), "profile gangs", "server dry run")+
+				fmt.Sprintf("podgroup/mixed: 1 of 2 members %s (server dry run)\n", done)), verb)
 			Expect(r.Stderr).To(HaveSuffix(fmt.Sprintf(
 				"error: waitingpod %s/mixed-1 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
 					"error: 1 of 2 not %[2]s: mixed-1\n", ns, done)), verb)
 		}
 		r := kubectlAs("alice", "approve", "podgroup/mixed", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(Equal("waitingpod/mixed-0 approved\npodgroup/mixed: 1 of 2 members approved\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/mixed-0", "approved", uid("mixed-0"), "profile gangs") + "podgroup/mixed: 1 of 2 members approved\n"))
 		Expect(get("mixed-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
 		Expect(get("mixed-1").Spec.Decision).To(BeEmpty())
 	})
@@ -415,10 +442,113 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		held("solo", nil)
 		r := kubectlAs("alice", "approve", "podgroup/pair", "solo", "podgroup/none", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(Equal("waitingpod/pair-0 approved\nwaitingpod/pair-1 approved\npodgroup/pair: 2 of 2 members approved\nwaitingpod/solo approved\n"))
+		Expect(r.Stdout).To(Equal(
+			decidedLine("waitingpod/pair-0", "approved", uid("pair-0"), "profile gangs") +
+				decidedLine("waitingpod/pair-1", "approved", uid("pair-1"), "profile gangs") +
+				"podgroup/pair: 2 of 2 members approved\n" +
+				decidedLine("waitingpod/solo", "approved", uid("solo"))))
 		Expect(r.Stderr).To(Equal(fmt.Sprintf(
 			"error: podgroup/none has no members held at Permit in namespace %s: no WaitingPod shows that group\n"+
 				"error: 1 of 4 not approved: podgroup/none\n", ns)))
+	})
+
+	It("never decides a pod of another profile that claims a podgroup, and lists it as skipped", func() {
+		member("crew-0", "crew", "ManualApproval")
+		// A pod of the manual profile, which does not run Coscheduling,
+		// whose author labelled it into the crew; its status says so too
+		// (as an operator that took the group from the label wrote it).
+		rider := held("rider", map[string]string{podgroupv1alpha1.PodGroupLabel: "crew"})
+		rider.Status.PodGroup = "crew"
+		holdBy(rider, "ManualApproval")
+
+		r := kubectlAs("alice", "approve", "podgroup/crew", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/crew-0", "approved", uid("crew-0"), "profile gangs") + "podgroup/crew: 1 of 1 members approved\n"))
+		Expect(r.Stderr).To(Equal(`Warning: waitingpod/rider skipped: its profile "manual" does not run Coscheduling, so its pod's group label makes it no member; it is no member of podgroup/crew and was not approved` + "\n"))
+		Expect(get("rider").Spec.Decision).To(BeEmpty())
+	})
+
+	It("prints the UID decided, and refuses with --pod-uid a pod that is not the one reviewed", func() {
+		reviewed := held("pinned", nil)
+		holdBy(reviewed, "ManualApproval")
+		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
+			r := kubectlAs("alice", verb, "pinned", "-n", ns, "--pod-uid", "0a1b2c3d-not-the-pod")
+			Expect(r.Code).To(Equal(1), verb)
+			Expect(r.Stdout).To(BeEmpty(), verb)
+			Expect(r.Stderr).To(Equal(fmt.Sprintf("error: waitingpod %s/pinned is for pod UID %s, not 0a1b2c3d-not-the-pod (--pod-uid): nothing was %s\nerror: 1 of 1 not %[3]s: pinned\n", ns, reviewed.Spec.PodUID, done)), verb)
+		}
+		Expect(get("pinned").Spec.Decision).To(BeEmpty())
+
+		// Replaced under the same name before any WaitingPod shows it:
+		// the pod of that name now is not the one reviewed.
+		early := pendingPod(ns, "replaced", nil)
+		Expect(adminClient.Create(ctx, early)).To(Succeed())
+		Expect(adminClient.Delete(ctx, early)).To(Succeed())
+		later := pendingPod(ns, "replaced", nil)
+		Expect(adminClient.Create(ctx, later)).To(Succeed())
+		r := kubectlAs("alice", "approve", "pod/replaced", "-n", ns, "--pod-uid", string(early.UID))
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(HavePrefix(fmt.Sprintf("error: pod %s/replaced is now pod UID %s, not %s (--pod-uid): it was replaced, and nothing was approved\n", ns, later.UID, early.UID)))
+		err := adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "replaced"}, &schedulingv1alpha1.WaitingPod{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a decision was recorded for a pod not reviewed")
+
+		// The UID reviewed: decided, and printed.
+		Expect(run("alice", "approve", "pinned", "-n", ns, "--pod-uid", string(reviewed.Spec.PodUID))).To(
+			Equal(decidedLine("waitingpod/pinned", "approved", reviewed.Spec.PodUID, "profile manual")))
+		Expect(run("alice", "approve", "pod/replaced", "-n", ns, "--pod-uid", string(later.UID))).To(
+			Equal(fmt.Sprintf("pod/replaced approved ahead of Permit (pod UID %s): it is not held yet, the decision applies when it is\n", later.UID)))
+	})
+
+	It("does not follow a WaitingPod's pod replaced under the same name", func() {
+		wp := held("moved", nil)
+		Expect(adminClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moved"}})).To(Succeed())
+		later := pendingPod(ns, "moved", nil)
+		Expect(adminClient.Create(ctx, later)).To(Succeed())
+		r := kubectlAs("alice", "approve", "moved", "-n", ns)
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(HavePrefix(fmt.Sprintf("error: waitingpod %s/moved is for pod UID %s, but the pod of that name now is pod UID %s: nothing was approved\n", ns, wp.Spec.PodUID, later.UID)))
+		Expect(get("moved").Spec.Decision).To(BeEmpty())
+	})
+
+	It("refuses to decide a pod that no profile running ManualApproval serves, unless --ahead", func() {
+		for name, scheduler := range map[string]string{"unserved": "nobody", "guarded": gangsProfile, "default": ""} {
+			pod := pendingPod(ns, name, nil)
+			pod.Spec.SchedulerName = scheduler
+			Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		}
+		// gangs runs ManualApproval; a profile that does not:
+		servedProfile("no-approval", "  percentageOfNodesToScore: 50")
+		unguarded := pendingPod(ns, "unguarded-2", nil)
+		unguarded.Spec.SchedulerName = "no-approval"
+		Expect(adminClient.Create(ctx, unguarded)).To(Succeed())
+
+		for name, msg := range map[string]string{
+			"unserved":    `pod %s/unserved is for scheduler "nobody", which no SchedulingProfile serves: ManualApproval never holds it, so nothing was approved; pass --ahead if the decision is meant for a profile still to come`,
+			"default":     `pod %s/default is for scheduler "default-scheduler", which no SchedulingProfile serves: ManualApproval never holds it, so nothing was approved; pass --ahead if the decision is meant for a profile still to come`,
+			"unguarded-2": `pod %s/unguarded-2 is scheduled by profile "no-approval", which does not run ManualApproval at Permit: a decision would release nothing, so nothing was approved; pass --ahead if ManualApproval is still to be added`,
+		} {
+			r := kubectlAs("alice", "approve", "pod/"+name, "-n", ns)
+			Expect(r.Code).To(Equal(1), name)
+			Expect(r.Stdout).To(BeEmpty(), name)
+			Expect(r.Stderr).To(Equal(fmt.Sprintf("error: "+msg+"\nerror: 1 of 1 not approved: %s\n", ns, name)), name)
+			err := adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &schedulingv1alpha1.WaitingPod{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), name)
+
+			out := run("alice", "approve", "pod/"+name, "-n", ns, "--ahead")
+			Expect(out).To(ContainSubstring("pod/" + name + " approved ahead of Permit (pod UID "))
+			Expect(get(name).Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+		}
+		// A profile that runs ManualApproval needs no --ahead.
+		Expect(run("alice", "approve", "pod/guarded", "-n", ns)).To(ContainSubstring("pod/guarded approved ahead of Permit"))
+
+		r := kubectlAs("alice", "approve", "podgroup/x", "--ahead", "-n", ns)
+		Expect(r.Code).To(Equal(2))
+		Expect(r.Stderr).To(ContainSubstring(`"podgroup/x": --pod-uid and --ahead take waitingpod/NAME or pod/NAME`))
+		r = kubectlAs("alice", "approve", "a", "b", "--pod-uid", "u", "-n", ns)
+		Expect(r.Code).To(Equal(2))
+		Expect(r.Stderr).To(ContainSubstring("--pod-uid pins one pod: name exactly one waitingpod/NAME or pod/NAME"))
 	})
 
 	It("says in its help that members held later are not covered, and undoes no group", func() {
@@ -487,11 +617,22 @@ func withDecision(wp *schedulingv1alpha1.WaitingPod, by string) *schedulingv1alp
 	return wp
 }
 
+// pendingPod is a pod of the manual profile, which runs ManualApproval.
 func pendingPod(ns, name string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+		Spec: corev1.PodSpec{
+			SchedulerName: manualProfile,
+			Containers:    []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+		},
 	}
+}
+
+// decidedLine is the line kubectl approve and reject print for a pod
+// decided: what was done to subject, then the pod's UID and details (the
+// profile holding it, a dry run).
+func decidedLine(subject, done string, uid types.UID, details ...string) string {
+	return fmt.Sprintf("%s %s (%s)\n", subject, done, strings.Join(append([]string{"pod UID " + string(uid)}, details...), ", "))
 }
 
 var _ = Describe("kubectl reject --undo", func() {
@@ -782,14 +923,20 @@ spec:
 		))
 		Expect(boundTo()).To(BeEmpty())
 
-		Expect(run("alice", "approve", "pod/train-0", "-n", ns)).To(Equal("waitingpod/train-0 approved\n"))
+		Expect(run("alice", "approve", "pod/train-0", "-n", ns)).To(Equal(decidedLine("waitingpod/train-0", "approved", pod.UID, "profile undo-approvals")))
 		Eventually(boundTo).Should(Equal("undo-node"))
 	})
 
-	It("shows the group of held pods, and approving the group binds its members", func() {
+	It("shows no group for pods of a profile without Coscheduling, and approving the group releases none", func() {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "group-op-"}}
 		Expect(adminClient.Create(ctx, n)).To(Succeed())
 		ns := n.Name
+		// The group exists; the pods' author labelled them into it, but
+		// their profile runs ManualApproval only, so no gang holds them.
+		Expect(adminClient.Create(ctx, &podgroupv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gang"},
+			Spec:       podgroupv1alpha1.PodGroupSpec{MinMember: 2},
+		})).To(Succeed())
 		var pods []*corev1.Pod
 		for _, name := range []string{"gang-0", "gang-1"} {
 			pod := testenv.Pod(ns, name, "undo-approvals", "100m", "100Mi")
@@ -803,19 +950,26 @@ spec:
 				_ = adminClient.Get(ctx, client.ObjectKeyFromObject(pod), wp)
 				return wp.Status
 			}).Should(And(
-				HaveField("PodGroup", "gang"),
+				HaveField("Profile", "undo-approvals"),
+				HaveField("PodGroup", ""),
 				HaveField("Conditions", ContainElement(And(
-					HaveField("Type", schedulingv1alpha1.WaitingPodWaiting), HaveField("Status", metav1.ConditionTrue))))))
+					HaveField("Type", schedulingv1alpha1.WaitingPodDecidable), HaveField("Status", metav1.ConditionTrue))))))
 		}
 
-		Expect(run("alice", "approve", "podgroup/gang", "-n", ns, "--reason", "gang reviewed")).To(Equal(
-			"waitingpod/gang-0 approved\nwaitingpod/gang-1 approved\npodgroup/gang: 2 of 2 members approved\n"))
+		r := kubectlAs("alice", "approve", "podgroup/gang", "-n", ns, "--reason", "gang reviewed")
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(BeEmpty())
+		skipped := `Warning: waitingpod/%s skipped: its profile "undo-approvals" does not run Coscheduling, so its pod's group label makes it no member; it is no member of podgroup/gang and was not approved` + "\n"
+		Expect(r.Stderr).To(Equal(fmt.Sprintf(skipped, "gang-0") + fmt.Sprintf(skipped, "gang-1") + fmt.Sprintf(
+			"error: podgroup/gang has no members held at Permit in namespace %s: no WaitingPod shows that group\nerror: 1 of 1 not approved: podgroup/gang\n", ns)))
 		for _, pod := range pods {
-			Eventually(func() string {
+			Consistently(func() string {
 				p := &corev1.Pod{}
 				Expect(adminClient.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
 				return p.Spec.NodeName
-			}).Should(Equal("undo-node"), pod.Name)
+			}, "1s").Should(BeEmpty(), pod.Name)
 		}
+		// Each is still decided on its own.
+		Expect(run("alice", "approve", "gang-0", "-n", ns)).To(Equal(decidedLine("waitingpod/gang-0", "approved", pods[0].UID, "profile undo-approvals")))
 	})
 })

@@ -4,15 +4,23 @@
 package kubectl_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -69,7 +77,43 @@ var _ = BeforeSuite(func() {
 	run("admin", "apply", "-f", filepath.Join(root, "config", "rbac", "approver_role.yaml"))
 	run("admin", "create", "clusterrolebinding", "approvers", "--clusterrole=approver", "--group=approvers")
 	run("admin", "apply", "-k", filepath.Join(root, "config", "policy"))
+
+	// The profiles the WaitingPods of these specs are held by, shown
+	// Active as the operator shows them (and as it makes them when it
+	// runs): one running ManualApproval, one running Coscheduling too.
+	servedProfile(manualProfile, "  plugins:\n    multiPoint:\n      enabled:\n      - name: ManualApproval", manualapproval.Name)
+	servedProfile(gangsProfile, "  plugins:\n    multiPoint:\n      enabled:\n      - name: Coscheduling\n      - name: ManualApproval\n"+
+		"    queueSort:\n      enabled:\n      - name: Coscheduling\n      disabled:\n      - name: \"*\"", coscheduling.Name, manualapproval.Name)
 })
+
+// Profiles the specs' pods name.
+const (
+	manualProfile = "manual"
+	gangsProfile  = "gangs"
+)
+
+// servedProfile applies SchedulingProfile name with spec and writes the
+// status the operator writes for it once it serves: Active, running permit
+// at Permit.
+func servedProfile(name, spec string, permit ...string) {
+	GinkgoHelper()
+	manifest := filepath.Join(GinkgoT().TempDir(), name+".yaml")
+	Expect(os.WriteFile(manifest, []byte(fmt.Sprintf("apiVersion: scheduling.schedprofiles.io/v1alpha1\nkind: SchedulingProfile\nmetadata:\n  name: %s\nspec:\n%s\n", name, spec)), 0o644)).To(Succeed())
+	run("admin", "apply", "-f", manifest)
+	sp := &schedulingv1alpha1.SchedulingProfile{}
+	Expect(adminClient.Get(context.Background(), client.ObjectKey{Name: name}, sp)).To(Succeed())
+	sp.Status.SchedulerName = name
+	sp.Status.ObservedGeneration = sp.Generation
+	sp.Status.ServingGeneration = sp.Generation
+	sp.Status.Plugins = &schedulingv1alpha1.ResolvedPlugins{}
+	for _, p := range permit {
+		sp.Status.Plugins.Permit = append(sp.Status.Plugins.Permit, schedulingv1alpha1.ResolvedPlugin{Name: p})
+	}
+	for _, t := range []string{schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive} {
+		meta.SetStatusCondition(&sp.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonServing, ObservedGeneration: sp.Generation})
+	}
+	Expect(adminClient.Status().Update(context.Background(), sp)).To(Succeed())
+}
 
 var _ = AfterSuite(func() {
 	if env != nil {

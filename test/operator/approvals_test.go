@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -100,7 +101,7 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		Expect(table).To(ContainSubstring("POD"))
 		Expect(table).To(MatchRegexp(`%s\s+train-0\s+train-0\s+%s\s+approvals\s+ManualApproval\s+True\s+\d{4}-\d\d-\d\dT\S+\s+\S+\n`, ns, wp.Status.NodeName))
 
-		Expect(kubectlOK("approve", "waitingpod/train-0", "-n", ns, "--reason", "capacity reviewed")).To(Equal("waitingpod/train-0 approved\n"))
+		Expect(kubectlOK("approve", "waitingpod/train-0", "-n", ns, "--reason", "capacity reviewed")).To(Equal(fmt.Sprintf("waitingpod/train-0 approved (pod UID %s, profile approvals)\n", pod.UID)))
 		Expect(boundNode(pod)).To(Equal(wp.Status.NodeName))
 		Eventually(eventNotes("Pod", ns, "train-0", "Approved")).Should(ContainElement(ContainSubstring("Approved by admin")))
 
@@ -153,6 +154,68 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		pod.Spec.SchedulingGates = nil
 		Expect(k8sClient.Update(ctx, pod)).To(Succeed())
 		Expect(boundNode(pod)).To(HavePrefix("approvals-"))
+	})
+
+	It("keeps a decision made for a pod that was replaced, marked, and does not let the new pod through", func() {
+		ns := namespace()
+		gated := poolPod(ns, "reborn", "approvals", "approvals", "1", "1Gi")
+		gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+		earlier := createPod(gated)
+		Expect(kubectlOK("approve", "pod/reborn", "-n", ns)).To(ContainSubstring("approved ahead of Permit (pod UID " + string(earlier.UID)))
+		ahead, err := getWaitingPod(ns, "reborn")
+		Expect(err).NotTo(HaveOccurred())
+
+		// The pod is replaced under its name, and the new one is held.
+		Expect(k8sClient.Delete(ctx, earlier, client.GracePeriodSeconds(0))).To(Succeed())
+		later := createPod(poolPod(ns, "reborn", "approvals", "approvals", "1", "1Gi"))
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "reborn")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wp.UID).To(Equal(ahead.UID))
+			g.Expect(wp.Spec).To(Equal(ahead.Spec))
+			c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodPodMismatch)
+			g.Expect(c).To(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonOtherPodDecided))
+			g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("The decision is for pod UID %s, which no pod of this name has now: the pod of this name, UID %s, is held at Permit", earlier.UID, later.UID)))
+		}).Should(Succeed())
+		Eventually(eventNotes("Pod", ns, "reborn", schedulingv1alpha1.ReasonOtherPodDecided)).Should(ContainElement(ContainSubstring(string(earlier.UID))))
+
+		// Removed like a WaitingPod whose pod is gone, it gives way to the
+		// held pod's own, undecided one: the approval never followed it.
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "reborn")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wp.Spec.PodUID).To(Equal(later.UID))
+			g.Expect(wp.Spec.Decision).To(BeEmpty())
+			g.Expect(meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable)).To(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		}).Should(Succeed())
+		Expect(scheduledPodNode(later)).To(BeEmpty())
+		kubectlOK("approve", "reborn", "-n", ns, "--pod-uid", string(later.UID))
+		Expect(boundNode(later)).To(HavePrefix("approvals-"))
+	})
+
+	It("refuses with --pod-uid to decide a pod replaced under the name reviewed", func() {
+		ns := namespace()
+		reviewed := createPod(poolPod(ns, "swapped", "approvals", "approvals", "1", "1Gi"))
+		Eventually(waitingCondition(ns, "swapped", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		Expect(k8sClient.Delete(ctx, reviewed, client.GracePeriodSeconds(0))).To(Succeed())
+		later := createPod(poolPod(ns, "swapped", "approvals", "approvals", "1", "1Gi"))
+		Eventually(func() types.UID {
+			wp, err := getWaitingPod(ns, "swapped")
+			if err != nil || meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable) == nil {
+				return ""
+			}
+			return wp.Status.PodUID
+		}).Should(Equal(later.UID))
+
+		r, err := kubectl.Run("approve", "swapped", "-n", ns, "--pod-uid", string(reviewed.UID))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stdout).To(BeEmpty())
+		Expect(r.Stderr).To(HavePrefix(fmt.Sprintf("error: waitingpod %s/swapped is for pod UID %s, not %s (--pod-uid): nothing was approved\n", ns, later.UID, reviewed.UID)))
+		Consistently(func() string { return scheduledPodNode(later) }, "1s").Should(BeEmpty())
+		wp, err := getWaitingPod(ns, "swapped")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wp.Spec.Decision).To(BeEmpty())
 	})
 
 	It("binds a pod approved after the operator restarted while it waited", func() {
@@ -380,7 +443,7 @@ pluginConfig:
 		r, err := kubectl.Run("approve", "both", "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Code).To(BeZero(), r.Stderr)
-		Expect(r.Stdout).To(Equal("waitingpod/both approved\n"))
+		Expect(r.Stdout).To(Equal(fmt.Sprintf("waitingpod/both approved (pod UID %s, profile gated)\n", pod.UID)))
 		Expect(r.Stderr).To(Equal("Warning: waitingpod/both is still held by TestGate, which an approval does not release\n"))
 		Eventually(pendingPlugins(pod)).Should(Equal([]string{testGateName}))
 		Consistently(func() string { return scheduledPodNode(pod) }, "2s").Should(BeEmpty())
@@ -407,7 +470,7 @@ pluginConfig:
 		ns := namespace()
 		pod := gatedPod(ns, "approval-only", false, true)
 		Eventually(waitingCondition(ns, "approval-only", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
-		Expect(kubectlOK("approve", "approval-only", "-n", ns)).To(Equal("waitingpod/approval-only approved\n"))
+		Expect(kubectlOK("approve", "approval-only", "-n", ns)).To(Equal(fmt.Sprintf("waitingpod/approval-only approved (pod UID %s, profile gated)\n", pod.UID)))
 		Expect(boundNode(pod)).To(HavePrefix("gated-"))
 	})
 

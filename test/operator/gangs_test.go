@@ -267,8 +267,51 @@ var _ = Describe("Gangs", Ordered, func() {
 		Eventually(waitingCondition(ns, "part-2", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
 		// The two approved already were bound once the quorum let them
 		// go (and their WaitingPods may be gone): only part-2 is decided.
-		Expect(kubectlOK("approve", "podgroup/part", "-n", ns)).To(ContainSubstring("waitingpod/part-2 approved\n"))
+		Expect(kubectlOK("approve", "podgroup/part", "-n", ns)).To(ContainSubstring("waitingpod/part-2 approved (pod UID "))
 		Eventually(func() int { return boundMembers(ns)["part"] }).Should(Equal(3))
+	})
+
+	It("never lets a pod of another profile ride a gang's approval by its label", func() {
+		apply("riders", approvalProfile("riders", "10m"))
+		serving("riders")
+		ns := gangNamespace()
+		nodes("gang-ride", 3, "4", "8Gi")
+		podGroup(ns, "crew", 2, nil)
+		var crew []*corev1.Pod
+		for i := range 2 {
+			crew = append(crew, createPod(member(ns, "crew", i, "approved-gangs", "gang-ride", "1")))
+		}
+		// Its author labels a pod of a ManualApproval-only profile into
+		// the crew.
+		rider := poolPod(ns, "rider", "riders", "gang-ride", "1", "")
+		rider.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: "crew"}
+		createPod(rider)
+		for _, name := range []string{"crew-0", "crew-1", "rider"} {
+			Eventually(waitingCondition(ns, name, schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision), name)
+		}
+		for _, pod := range crew {
+			Eventually(func() string { wp, _ := getWaitingPod(ns, pod.Name); return wp.Status.PodGroup }).Should(Equal("crew"), pod.Name)
+		}
+		wp, err := getWaitingPod(ns, "rider")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wp.Status.Profile).To(Equal("riders"))
+		Expect(wp.Status.PodGroup).To(BeEmpty(), "a pod no instance running Coscheduling holds is shown in a gang")
+
+		r, err := kubectl.Run("approve", "podgroup/crew", "-n", ns, "--reason", "crew reviewed")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		for _, pod := range crew {
+			Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod/%s approved (pod UID %s, profile approved-gangs)\n", pod.Name, pod.UID)))
+		}
+		Expect(r.Stdout).To(HaveSuffix("podgroup/crew: 2 of 2 members approved\n"))
+		Expect(r.Stderr).To(ContainSubstring(`Warning: waitingpod/rider skipped: its profile "riders" does not run Coscheduling`))
+		for _, pod := range crew {
+			boundNode(pod)
+		}
+		Consistently(func() string { return scheduledPodNode(rider) }, "2s").Should(BeEmpty())
+		wp, err = getWaitingPod(ns, "rider")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wp.Spec.Decision).To(BeEmpty())
 	})
 
 	It("releases a gang that times out and says which members were missing", func() {

@@ -295,8 +295,14 @@ pluginConfig:
 		Eventually(func() bool { wp, _ := op.Profiles.GetWaitingPod(pod.UID); return wp == nil }).Should(BeTrue())
 		Eventually(op.Profiles.Retiring).Should(BeZero(), "the rejected pod's binding cycle releases the retired instance")
 
-		// No generation of the deleted profile may bind it any more.
-		kubectlOK("approve", "pod/held-over", "-n", ns)
+		// No generation of the deleted profile may bind it any more:
+		// kubectl says a decision would release nothing, and one recorded
+		// anyway (--ahead) binds nothing.
+		r, err := kubectl.Run("approve", "pod/held-over", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(`is for scheduler "renewed", which no SchedulingProfile serves`))
+		kubectlOK("approve", "pod/held-over", "-n", ns, "--ahead")
 		Consistently(func() string { return scheduledPodNode(pod) }, "3s").Should(BeEmpty())
 	})
 
