@@ -101,6 +101,15 @@ func (p *Process) Running() bool {
 	}
 }
 
+// Signal sends sig to the process, such as SIGSTOP and SIGCONT to pause
+// and resume it.
+func (p *Process) Signal(sig os.Signal) error {
+	if !p.Running() {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
 // Kill sends SIGKILL, as a crashed node or an OOM kill would end the
 // process: no graceful shutdown. It returns once the process is gone.
 func (p *Process) Kill() error {
