@@ -147,8 +147,15 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 		}).Should(BeTrue(), "the new leader binds a pod")
 		Expect(leader.Resume()).To(Succeed())
 		resumed = true
-		figures = append(figures, recovered("leader paused past its Lease", start, names, created,
-			fmt.Sprintf("new leader's first binding %.2fs after SIGSTOP", first.At.Sub(start).Seconds())))
+		cont := time.Now()
+		f := recovered("leader paused past its Lease", start, names, created, "")
+		// Resumed, the old leader acts on its stale view until a renewal
+		// of the Lease fails, which client-go reports only once its renew
+		// deadline has passed; then it must give up and exit.
+		Eventually(leader.Exited).WithTimeout(renewDeadline+time.Minute).Should(BeTrue(), "the old leader exits, its Lease lost")
+		f.detail = fmt.Sprintf("new leader's first binding %.2fs after SIGSTOP; the old one exited %.2fs after SIGCONT",
+			first.At.Sub(start).Seconds(), leader.ExitedAt().Sub(cont).Seconds())
+		figures = append(figures, f)
 
 		honoured(approve, reject)
 		invariantsHold()

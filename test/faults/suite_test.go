@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -106,15 +107,23 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	// Cleanups run last in, first out: the restarted processes stop
-	// before the environment, kube-apiserver before etcd.
+	// kube-apiserver stops first, whichever process it is now, while
+	// etcd still serves its shutdown; etcd last.
+	DeferCleanup(func() error {
+		var errs []error
+		if apiserver != nil {
+			errs = append(errs, apiserver.Stop())
+		}
+		errs = append(errs, env.Stop())
+		if etcd != nil {
+			errs = append(errs, etcd.Stop())
+		}
+		return errors.Join(errs...)
+	})
 	etcd, err = testenv.FindControlPlaneProcess("etcd", filepath.Join(dir, "etcd.log"))
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(etcd.Stop)
 	apiserver, err = testenv.FindControlPlaneProcess("kube-apiserver", filepath.Join(dir, "kube-apiserver.log"))
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(apiserver.Stop)
 
 	cfg.QPS, cfg.Burst = 1000, 1000
 	cs, err = kubernetes.NewForConfig(cfg)

@@ -67,6 +67,9 @@ func (r *Replica) Exited() bool { return r.proc != nil && !r.proc.Running() }
 // Err is how the latest process exited, once it has.
 func (r *Replica) Err() error { return r.proc.Err() }
 
+// ExitedAt is when the latest process exited, once it has.
+func (r *Replica) ExitedAt() time.Time { return r.proc.ExitedAt() }
+
 // Kill sends SIGKILL, as a crashed node or an OOM kill would end the
 // process: no Lease release, no graceful shutdown. It returns once the
 // process is gone.

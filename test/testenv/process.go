@@ -40,7 +40,9 @@ type Process struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error
+	// err and exitedAt are written before done is closed.
+	err      error
+	exitedAt time.Time
 }
 
 // StartProcess starts bin with args, appending its output to log. The
@@ -71,6 +73,7 @@ func StartProcess(name, bin, log string, args ...string) (*Process, error) {
 		}
 		started <- nil
 		p.err = cmd.Wait()
+		p.exitedAt = time.Now()
 	}()
 	if err := <-started; err != nil {
 		<-p.done
@@ -89,6 +92,12 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Err() error {
 	<-p.done
 	return p.err
+}
+
+// ExitedAt is when the process was seen to exit, once Done is closed.
+func (p *Process) ExitedAt() time.Time {
+	<-p.done
+	return p.exitedAt
 }
 
 // Running tells whether the process has not exited.

@@ -18,8 +18,10 @@ import (
 // configuration across the restart, as they would across a real one.
 //
 // envtest keeps waiting for the process it started; once that one is
-// killed, its Stop does nothing for it, so Stop the restarted process before
-// stopping the environment (which then removes the directories).
+// killed, the environment's Stop does nothing for it, so stop the
+// restarted processes yourself, in the order the environment would:
+// kube-apiserver (before the environment, which removes its directories)
+// while etcd still runs, and a restarted etcd after the environment.
 type ControlPlaneProcess struct {
 	// Name is the process's command name (kube-apiserver, etcd).
 	Name string
