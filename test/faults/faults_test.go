@@ -113,10 +113,12 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 	})
 
 	It("pauses the leader past its Lease and honours the decisions made meanwhile", func() {
-		leader, holder := steadyLeader()
+		steadyLeader()
 		approve, reject := heldForDecision("pause")
 		names, created := burst("pause", burstSize)
 		struck(names)
+		// The leader of this moment, in case the Lease moved meanwhile.
+		leader, holder := steadyLeader()
 
 		start := time.Now()
 		Expect(leader.Pause()).To(Succeed())
@@ -162,11 +164,12 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 	})
 
 	It("drops the leader's connections and honours the decisions made meanwhile", func() {
-		leader, _ := steadyLeader()
-		p := proxyOf(leader)
+		steadyLeader()
 		approve, reject := heldForDecision("cut")
 		names, created := burst("cut", burstSize)
 		struck(names)
+		leader, _ := steadyLeader()
+		p := proxyOf(leader)
 
 		start := time.Now()
 		dropped := p.drop()
@@ -174,8 +177,13 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 		decide(reject, schedulingv1alpha1.DecisionReject)
 		time.Sleep(max(0, cutFor-time.Since(start)))
 		p.restore()
-		figures = append(figures, recovered("leader's connections dropped", start, names, created,
-			fmt.Sprintf("%d connections reset, new ones refused for %v", dropped, cutFor)))
+		f := recovered("leader's connections dropped", start, names, created, "")
+		kept := "kept"
+		if !leader.Running() || !leader.Leads(ctx, leaseName) {
+			kept = "lost"
+		}
+		f.detail = fmt.Sprintf("%d connections reset, new ones refused for %v; the leader %s its Lease", dropped, cutFor, kept)
+		figures = append(figures, f)
 
 		honoured(approve, reject)
 		invariantsHold()
