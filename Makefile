@@ -55,6 +55,11 @@ test: manifests generate fmt vet control-plane ## Run unit tests and the envtest
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
 		go test $(TEST_FLAGS) ./... -coverprofile cover.out
 
+.PHONY: test-faults
+test-faults: control-plane ## Run only the fault suite (part of make test), verbose, printing its figures: etcd and kube-apiserver restarted, the leader paused and cut off, mid-burst.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go test -race -count=1 ./test/faults -v -ginkgo.v
+
 ##@ Build
 
 .PHONY: build

@@ -13,17 +13,14 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/test/outage"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -103,8 +100,8 @@ type harness struct {
 	o        Options
 	cs       kubernetes.Interface
 	c        client.Client
-	replicas []*replica
-	watch    *podWatch
+	replicas []*outage.Replica
+	watch    *outage.PodWatch
 
 	// unplannedRestarts counts replicas found exited that the harness did
 	// not kill (a leader that cannot renew its Lease in time exits).
@@ -131,7 +128,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	h := &harness{o: o, watch: newPodWatch(), created: map[string]time.Time{}}
+	h := &harness{o: o, watch: outage.NewPodWatch(), created: map[string]time.Time{}}
 	h.progress("building the operator")
 	bin, err := testenv.BuildOperator(ctx, o.Dir)
 	if err != nil {
@@ -155,7 +152,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 	if h.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := adminKubeconfig(env, o.Dir)
+	kubeconfig, err := outage.AdminKubeconfig(env, o.Dir, "profile-scheduler", "")
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +162,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 
 	factory := informers.NewSharedInformerFactoryWithOptions(h.cs, 0, informers.WithNamespace(namespace))
 	pods := factory.Core().V1().Pods().Informer()
-	if _, err := pods.AddEventHandler(h.watch.handler()); err != nil {
+	if _, err := pods.AddEventHandler(h.watch.Handler()); err != nil {
 		return nil, err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -188,7 +185,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 		"--zap-time-encoding=rfc3339nano",
 	}
 	for _, name := range []string{"a", "b"} {
-		r, err := newReplica(name, bin, filepath.Join(o.Dir, "replica-"+name+".log"), args)
+		r, err := outage.NewReplica(name, bin, filepath.Join(o.Dir, "replica-"+name+".log"), args)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +193,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 	}
 	defer h.stopReplicas()
 	for _, r := range h.replicas {
-		if err := r.start(); err != nil {
+		if err := r.Start(); err != nil {
 			return nil, err
 		}
 	}
@@ -227,7 +224,7 @@ func runFailovers(ctx context.Context, o Options) (*Run, error) {
 	run.PodsCreated = len(h.created)
 	h.mu.Unlock()
 	run.UnplannedRestarts = h.unplannedRestarts
-	run.PodsBound = h.watch.bound()
+	run.PodsBound = h.watch.Bound()
 	return run, nil
 }
 
@@ -238,20 +235,6 @@ func cacheSynced(ctx context.Context, factory informers.SharedInformerFactory) b
 		}
 	}
 	return true
-}
-
-// adminKubeconfig writes a kubeconfig of a cluster administrator into dir,
-// for the replicas.
-func adminKubeconfig(env *envtest.Environment, dir string) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: "profile-scheduler", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	return testenv.WriteKubeconfig(dir, "profile-scheduler", data)
 }
 
 // setUp creates the namespace, the nodes and the profile.
@@ -301,10 +284,10 @@ func (h *harness) failover(ctx context.Context, n int) (*Failover, error) {
 		return nil, err
 	}
 	oldHolder := *lease.Spec.HolderIdentity
-	h.progress("failover %d: killing replica %s (%s)", n, leader.name, oldHolder)
+	h.progress("failover %d: killing replica %s (%s)", n, leader.Name, oldHolder)
 	// Taken before the signal, so the figures include its delivery.
 	death := time.Now()
-	if err := leader.kill(); err != nil {
+	if err := leader.Kill(); err != nil {
 		return nil, err
 	}
 
@@ -330,10 +313,10 @@ func (h *harness) failover(ctx context.Context, n int) (*Failover, error) {
 	// complete in the API server after its death and show up on the watch,
 	// but never after the Lease it held expired, since acquireTime is at
 	// least a lease duration after its last renewal.
-	var first binding
+	var first outage.Binding
 	err = h.poll(ctx, "the new leader's first binding", func(context.Context) (bool, error) {
 		var ok bool
-		first, ok = h.watch.firstBindingAfter(acquired)
+		first, ok = h.watch.FirstBindingAfter(acquired)
 		return ok, nil
 	})
 	if err != nil {
@@ -342,13 +325,13 @@ func (h *harness) failover(ctx context.Context, n int) (*Failover, error) {
 	f := &Failover{
 		OldLeader: oldHolder, NewLeader: newHolder,
 		DeathToAcquired:     acquired.Sub(death).Seconds(),
-		AcquiredToFirstBind: first.at.Sub(acquired).Seconds(),
-		DeathToFirstBind:    first.at.Sub(death).Seconds(),
+		AcquiredToFirstBind: first.At.Sub(acquired).Seconds(),
+		DeathToFirstBind:    first.At.Sub(death).Seconds(),
 	}
 	h.progress("failover %d: lease acquired after %.2fs, first binding (%s on %s) %.2fs later",
-		n, f.DeathToAcquired, first.pod, first.node, f.AcquiredToFirstBind)
+		n, f.DeathToAcquired, first.Pod, first.Node, f.AcquiredToFirstBind)
 
-	if err := leader.start(); err != nil {
+	if err := leader.Start(); err != nil {
 		return nil, err
 	}
 	if err := h.drained(ctx, death); err != nil {
@@ -361,7 +344,7 @@ func (h *harness) failover(ctx context.Context, n int) (*Failover, error) {
 	h.mu.Lock()
 	f.PodsCreated = len(h.created)
 	h.mu.Unlock()
-	f.PodsBound = h.watch.bound()
+	f.PodsBound = h.watch.Bound()
 	return f, nil
 }
 
@@ -369,26 +352,26 @@ func (h *harness) failover(ctx context.Context, n int) (*Failover, error) {
 // Lease, and pods were seen bound under its leadership, and returns that
 // replica and the Lease. Replicas that exited on their own (a leader that
 // could not renew in time exits) are restarted and counted.
-func (h *harness) steadyLeader(ctx context.Context) (*replica, *coordinationv1.Lease, error) {
+func (h *harness) steadyLeader(ctx context.Context) (*outage.Replica, *coordinationv1.Lease, error) {
 	recent := max(2*time.Second, time.Duration(3*float64(time.Second)/h.o.Rate))
-	var leader *replica
+	var leader *outage.Replica
 	var lease *coordinationv1.Lease
 	err := h.poll(ctx, "both replicas ready and a leader binding pods", func(ctx context.Context) (bool, error) {
 		leader, lease = nil, nil
 		for _, r := range h.replicas {
-			if r.exited() {
-				h.progress("replica %s exited on its own (%v); restarting it", r.name, r.proc.Err())
+			if r.Exited() {
+				h.progress("replica %s exited on its own (%v); restarting it", r.Name, r.Err())
 				h.unplannedRestarts++
-				if err := r.start(); err != nil {
+				if err := r.Start(); err != nil {
 					return false, err
 				}
 			}
 		}
 		for _, r := range h.replicas {
-			if !r.ready(ctx) {
+			if !r.Ready(ctx) {
 				return false, nil
 			}
-			if r.leads(ctx, leaseName) {
+			if r.Leads(ctx, leaseName) {
 				if leader != nil {
 					return false, nil
 				}
@@ -403,7 +386,7 @@ func (h *harness) steadyLeader(ctx context.Context) (*replica, *coordinationv1.L
 			return false, nil
 		}
 		lease = l
-		last := h.watch.lastBinding()
+		last := h.watch.LastBinding()
 		return last.After(l.Spec.AcquireTime.Time) && time.Since(last) < recent, nil
 	})
 	return leader, lease, err
@@ -446,99 +429,17 @@ func (h *harness) pendingOlderThan(ctx context.Context, t time.Time) ([]string, 
 	return pending, nil
 }
 
-// check verifies the invariants: no pod bound twice (no nodeName change on
-// the watch, no Scheduled events naming two nodes or a node other than the
-// pod's) and no node overcommitted in cpu, memory or pod count.
+// check verifies the invariants (outage.Check): no pod bound twice, no
+// node overcommitted.
 func (h *harness) check(ctx context.Context) error {
-	// Events first: the scheduler reports Scheduled once the binding
-	// succeeded, so every pod an event names is bound in a later list of
-	// pods, while in an earlier one it may not be yet.
-	events, err := h.cs.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	problems, err := outage.Check(ctx, h.cs, h.c, namespace, h.watch)
 	if err != nil {
 		return err
 	}
-	var pods corev1.PodList
-	if err := h.c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return err
-	}
-	var nodes corev1.NodeList
-	if err := h.c.List(ctx, &nodes); err != nil {
-		return err
-	}
-	problems := h.watch.nodeChanges()
-	problems = append(problems, overcommitted(pods.Items, nodes.Items)...)
-	problems = append(problems, scheduledElsewhere(events.Items, pods.Items)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("invariants broken:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
-}
-
-// overcommitted names the nodes whose bound pods request more cpu, memory
-// or pods than the node has allocatable.
-func overcommitted(pods []corev1.Pod, nodes []corev1.Node) []string {
-	used := map[string]corev1.ResourceList{}
-	for _, p := range pods {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		u := used[p.Spec.NodeName]
-		if u == nil {
-			u = corev1.ResourceList{}
-			used[p.Spec.NodeName] = u
-		}
-		for _, c := range p.Spec.Containers {
-			for name, q := range c.Resources.Requests {
-				sum := u[name]
-				sum.Add(q)
-				u[name] = sum
-			}
-		}
-		count := u[corev1.ResourcePods]
-		count.Add(*resource.NewQuantity(1, resource.DecimalSI))
-		u[corev1.ResourcePods] = count
-	}
-	var problems []string
-	for _, n := range nodes {
-		for name, q := range used[n.Name] {
-			if alloc := n.Status.Allocatable[name]; q.Cmp(alloc) > 0 {
-				problems = append(problems, fmt.Sprintf("node %s overcommitted: %s %s requested, %s allocatable", n.Name, name, q.String(), alloc.String()))
-			}
-		}
-	}
-	slices.Sort(problems)
-	return problems
-}
-
-// scheduledElsewhere names the pods with Scheduled events for two
-// different nodes, or for a node other than the one they are bound to.
-func scheduledElsewhere(events []eventsv1.Event, pods []corev1.Pod) []string {
-	nodeOf := map[types.UID]string{}
-	for _, p := range pods {
-		nodeOf[p.UID] = p.Spec.NodeName
-	}
-	var problems []string
-	scheduledOn := map[types.UID]string{}
-	for _, e := range events {
-		if e.Reason != "Scheduled" {
-			continue
-		}
-		pod := e.Regarding.Namespace + "/" + e.Regarding.Name
-		// "Successfully assigned <namespace>/<pod> to <node>", as upstream.
-		_, node, ok := strings.Cut(e.Note, " to ")
-		if !ok {
-			problems = append(problems, fmt.Sprintf("pod %s has a Scheduled event naming no node: %q", pod, e.Note))
-			continue
-		}
-		if prev, ok := scheduledOn[e.Regarding.UID]; ok && prev != node {
-			problems = append(problems, fmt.Sprintf("pod %s has Scheduled events for nodes %s and %s", pod, prev, node))
-		}
-		scheduledOn[e.Regarding.UID] = node
-		if bound := nodeOf[e.Regarding.UID]; bound != node {
-			problems = append(problems, fmt.Sprintf("pod %s has a Scheduled event for node %s but is bound to %q", pod, node, bound))
-		}
-	}
-	return problems
 }
 
 // poll calls cond every pollInterval until it returns true or an error, or
@@ -554,7 +455,7 @@ func (h *harness) poll(ctx context.Context, what string, cond wait.ConditionWith
 // stopReplicas stops both replicas, SIGTERM first.
 func (h *harness) stopReplicas() {
 	for _, r := range h.replicas {
-		if err := r.stop(); err != nil {
+		if err := r.Stop(); err != nil {
 			h.progress("%v", err)
 		}
 	}

@@ -40,7 +40,9 @@ type Process struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error
+	// err and exitedAt are written before done is closed.
+	err      error
+	exitedAt time.Time
 }
 
 // StartProcess starts bin with args, appending its output to log. The
@@ -71,6 +73,7 @@ func StartProcess(name, bin, log string, args ...string) (*Process, error) {
 		}
 		started <- nil
 		p.err = cmd.Wait()
+		p.exitedAt = time.Now()
 	}()
 	if err := <-started; err != nil {
 		<-p.done
@@ -91,6 +94,12 @@ func (p *Process) Err() error {
 	return p.err
 }
 
+// ExitedAt is when the process was seen to exit, once Done is closed.
+func (p *Process) ExitedAt() time.Time {
+	<-p.done
+	return p.exitedAt
+}
+
 // Running tells whether the process has not exited.
 func (p *Process) Running() bool {
 	select {
@@ -99,6 +108,15 @@ func (p *Process) Running() bool {
 	default:
 		return true
 	}
+}
+
+// Signal sends sig to the process, such as SIGSTOP and SIGCONT to pause
+// and resume it.
+func (p *Process) Signal(sig os.Signal) error {
+	if !p.Running() {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
 }
 
 // Kill sends SIGKILL, as a crashed node or an OOM kill would end the
