@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -106,7 +108,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -119,7 +121,18 @@ func run(o options) error {
 		// The scheduling loop stops with the manager; releasing the Lease at
 		// once lets a standby take over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}
+	if o.leaderElect {
+		// Every write but the Lease's own goes through the fence, which
+		// closes once the Lease has not been renewed within the renew
+		// deadline: a leader paused past its Lease writes nothing when it
+		// resumes.
+		fence := operator.NewLeaseFence(o.renewDeadline, clock.RealClock{})
+		mgrOpts.LeaderElectionConfig = rest.CopyConfig(cfg)
+		mgrOpts.LeaderElectionConfig.Wrap(fence.ObserveRenewals)
+		cfg.Wrap(fence.Guard)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return err
 	}
