@@ -155,8 +155,20 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 		// of the Lease fails, which client-go reports only once its renew
 		// deadline has passed; then it must give up and exit.
 		Eventually(leader.Exited).WithTimeout(renewDeadline+time.Minute).Should(BeTrue(), "the old leader exits, its Lease lost")
-		f.detail = fmt.Sprintf("new leader's first binding %.2fs after SIGSTOP; the old one exited %.2fs after SIGCONT",
-			first.At.Sub(start).Seconds(), leader.ExitedAt().Sub(cont).Seconds())
+		// Until then its Lease fence keeps it from writing: none of its
+		// stale bindings reaches the API server (which would refuse one
+		// the new leader made, and accept one it had not made yet), and
+		// the new leader never finds its WaitingPod statuses rewritten.
+		Expect(leader.LogLines(cont, "already assigned to node")).To(BeZero(), "stale bindings the old leader sent after SIGCONT")
+		for _, r := range replicas {
+			if r != leader {
+				Expect(r.LogLines(cont, "Restoring WaitingPod status changed by someone else")).To(BeZero(), "WaitingPod statuses the old leader rewrote after SIGCONT")
+			}
+		}
+		fenced, err := leader.LogLines(cont, "not sent: this replica has not renewed its leader Lease")
+		Expect(err).NotTo(HaveOccurred())
+		f.detail = fmt.Sprintf("new leader's first binding %.2fs after SIGSTOP; the old one exited %.2fs after SIGCONT, its fence holding back %d writes meanwhile",
+			first.At.Sub(start).Seconds(), leader.ExitedAt().Sub(cont).Seconds(), fenced)
 		figures = append(figures, f)
 
 		honoured(approve, reject)

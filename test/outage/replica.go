@@ -2,9 +2,12 @@ package outage
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -144,4 +147,32 @@ func (r *Replica) get(ctx context.Context, url string) (*http.Response, error) {
 		return nil, err
 	}
 	return r.http.Do(req)
+}
+
+// LogLines counts the lines of the replica's log (every process it
+// started) stamped at since or later whose text contains substr. The
+// replica logs JSON with RFC 3339 timestamps (--zap-time-encoding=
+// rfc3339nano); lines without one are not counted.
+func (r *Replica) LogLines(since time.Time, substr string) (int, error) {
+	f, err := os.Open(r.log)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	n := 0
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for scanner.Scan() {
+		line := scanner.Bytes()
+		if !bytes.Contains(line, []byte(substr)) {
+			continue
+		}
+		var entry struct {
+			TS time.Time `json:"ts"`
+		}
+		if json.Unmarshal(line, &entry) == nil && !entry.TS.Before(since) {
+			n++
+		}
+	}
+	return n, scanner.Err()
 }
