@@ -486,9 +486,12 @@ type gangState struct {
 // gang counts the group's members. It drops admitted entries of the
 // group's pods that are gone. Callers hold mu.
 //
-// Bound members are read from the informer, not the snapshot: the
-// snapshot also holds assumed pods, among them a rejected member whose
-// Unreserve has not run yet, which must not count.
+// A bound member counts only if its schedulerName is this profile's: a pod
+// bound by another scheduler or profile never waited here, and its label
+// says nothing the operator can trust. Bound members are read from the
+// informer, not the snapshot: the snapshot also holds assumed pods, among
+// them a rejected member whose Unreserve has not run yet, which must not
+// count.
 func (pl *coscheduling) gang(namespace, name string) gangState {
 	g := gangState{counted: map[types.UID]bool{}}
 	pods, err := pl.members(namespace, name)
@@ -496,7 +499,7 @@ func (pl *coscheduling) gang(namespace, name string) gangState {
 		live := make(map[types.UID]bool, len(pods))
 		for _, p := range pods {
 			live[p.UID] = true
-			if p.Spec.NodeName != "" {
+			if p.Spec.NodeName != "" && p.Spec.SchedulerName == pl.handle.ProfileName() {
 				g.counted[p.UID] = true
 			}
 		}

@@ -18,13 +18,17 @@
 //     Here every member waits at Permit, and the plugin is a
 //     framework.GangPermitPlugin: whenever a member starts waiting or
 //     another plugin allows it, HoldChanged counts, by UID and under one
-//     lock, the members bound (per the pod informer), those
-//     this plugin let through and that were not unreserved since, and those
-//     waiting that no other plugin holds; on quorum it lets every such
+//     lock, the members bound by this profile (per the pod informer),
+//     those this plugin let through and that were not unreserved since, and
+//     those waiting that no other plugin holds; on quorum it lets every such
 //     member go in one step that fails if any of them was resolved
 //     meanwhile, and the gang then waits instead of passing. A member that
 //     completes a gang at once passes Permit, as upstream's last member
 //     does, without being seen waiting.
+//   - Only members whose schedulerName is this profile's count as bound: a
+//     pod that carries the label and a node but was bound by another
+//     scheduler or profile (or created bound under another schedulerName)
+//     does not complete a gang.
 //   - Siblings are activated on every Wait, not only the first member's, so
 //     a lost activation cannot stall a gang (scheduler-plugins #1001).
 //   - Progress is visible: every waiting member says "N/M members

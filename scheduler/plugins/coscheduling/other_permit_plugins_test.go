@@ -175,6 +175,37 @@ func TestGangWaitsForOtherPermitPlugins(t *testing.T) {
 	})
 }
 
+func TestQuorumCountsOnlyPodsOfThisProfile(t *testing.T) {
+	tests := []struct {
+		name  string
+		bound *v1.Pod
+		want  *framework.Status
+	}{
+		{
+			name:  "a member bound by this profile counts",
+			bound: member("bound", "g").SchedulerName(v1.DefaultSchedulerName).Node("n1").Obj(),
+		},
+		{
+			name:  "a pod with the label bound by another scheduler does not",
+			bound: member("bound", "g").SchedulerName("other-scheduler").Node("n1").Obj(),
+			want:  framework.NewStatus(framework.Wait),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := member("p", "g").Obj()
+			e := newEnv(t, envConfig{groups: groupsOf(group("g", 2)), pods: []*v1.Pod{tt.bound, pod}})
+			got := e.fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), pod, "node-1")
+			if got.IsWait() != tt.want.IsWait() || !got.IsWait() && !got.IsSuccess() {
+				t.Fatalf("Permit = %v, want %v", got, tt.want)
+			}
+			if got.IsWait() {
+				e.fwk.RejectWaitingPod(pod.UID)
+			}
+		})
+	}
+}
+
 // TestNoPartialGangWithOtherPermitPlugins runs a gang through Coscheduling,
 // ManualApproval and flaky, in an order drawn per seed, while approvals,
 // rejections, flaky's releases and deletions come in random order against
