@@ -516,10 +516,13 @@ func (pl *coscheduling) gang(namespace, name string) gangState {
 		}
 	}
 	for _, wp := range pl.waitingMembers(namespace, name) {
-		if pending := wp.GetPendingPlugins(); len(pending) == 1 && pending[0] == Name {
+		switch pending := wp.GetPendingPlugins(); {
+		case len(pending) == 0:
+			// Let go, and not yet out of the map: admitted counts it.
+		case len(pending) == 1 && pending[0] == Name:
 			g.counted[wp.GetPod().UID] = true
 			g.ready = append(g.ready, wp)
-		} else {
+		default:
 			g.held = append(g.held, wp)
 		}
 	}
@@ -582,16 +585,18 @@ func (pl *coscheduling) HoldChanged(ctx context.Context, wp framework.WaitingPod
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	g := pl.gang(pod.Namespace, pg.Name)
+	waiting := append(g.ready, g.held...)
 	if len(g.counted) >= minMember && pl.handle.AllowWaitingPodsTogether(Name, g.ready) {
 		for _, m := range g.ready {
 			pl.admit(full, m.GetPod().UID)
 		}
 		delete(pl.lastFailure, full)
 		logger.V(3).Info("Pod group reached its quorum", "podGroup", full, "members", len(g.counted), "minMember", minMember)
-		return
+		// Members that other plugins still hold go once they let them.
+		waiting = g.held
 	}
 	msg := g.progress(minMember)
-	for _, m := range append(g.ready, g.held...) {
+	for _, m := range waiting {
 		m.SetPendingMessage(Name, msg)
 	}
 }

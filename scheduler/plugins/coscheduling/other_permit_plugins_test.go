@@ -175,6 +175,36 @@ func TestGangWaitsForOtherPermitPlugins(t *testing.T) {
 	})
 }
 
+// TestLetGoMembersAreNotHeld: members the gang let go count once, as let
+// through, while their binding cycles have not yet taken them out of the
+// waiting pods.
+func TestLetGoMembersAreNotHeld(t *testing.T) {
+	pods := []*v1.Pod{member("g1", "g").Obj(), member("g2", "g").Obj(), member("extra", "g").Obj(), member("late", "g").Obj()}
+	e := newEnv(t, envConfig{groups: groupsOf(group("g", 2)), pods: pods,
+		permit: []string{Name, manualapproval.Name}, register: withOthers("", nil)})
+	hold := func(p *v1.Pod) {
+		t.Helper()
+		if s := e.fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), p, "node-1"); !s.IsWait() {
+			t.Fatalf("Permit(%s) = %v, want Wait", p.Name, s)
+		}
+	}
+	for _, p := range pods[:3] {
+		hold(p)
+	}
+	e.decide(pods[0], manualapproval.Name, true)
+	e.decide(pods[1], manualapproval.Name, true)
+	if got := e.fwk.GetWaitingPod(pods[0].UID).GetPendingPlugins(); len(got) != 0 {
+		t.Fatalf("g1 is held by %v, want it let go with g2", got)
+	}
+	// No binding cycle took g1 and g2 out of the waiting pods yet.
+	hold(pods[3])
+	for _, p := range pods[2:] {
+		if diff := cmp.Diff("2/2 members assigned, 2 more held by other Permit plugins", e.message(t, p)); diff != "" {
+			t.Errorf("%s's message (-want +got):\n%s", p.Name, diff)
+		}
+	}
+}
+
 func TestQuorumCountsOnlyPodsOfThisProfile(t *testing.T) {
 	tests := []struct {
 		name  string
