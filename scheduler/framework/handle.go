@@ -38,12 +38,14 @@ type Handle interface {
 	GetWaitingPod(uid types.UID) WaitingPod
 	// RejectWaitingPod rejects the waiting pod with uid; false if there is none.
 	RejectWaitingPod(uid types.UID) bool
-	// AllowWaitingPodsTogether records that pluginName allows every pod of
-	// pods, as one step: either all of them or, when one was already
-	// resolved (rejected, timed out, released), none. It reports which.
-	// No other Allow, Reject or timeout of these pods interleaves with it,
-	// so a plugin that admits a group of pods at once (a gang) never
-	// admits part of it. Pods pluginName does not hold are left as they are.
+	// AllowWaitingPodsTogether lets every pod of pods proceed, as one step,
+	// when pluginName is the only plugin still holding each of them: either
+	// all of them go or, when one was already resolved (rejected, timed
+	// out, released) or another plugin still holds one, none. It reports
+	// which. No other Allow, Reject or timeout of these pods interleaves
+	// with it, so a plugin that admits a group of pods at once (a gang)
+	// never admits part of it, and nothing can hold back part of a group
+	// it admitted.
 	AllowWaitingPodsTogether(pluginName string, pods []WaitingPod) bool
 
 	// ClientSet returns the Kubernetes client.

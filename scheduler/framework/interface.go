@@ -376,6 +376,29 @@ type PermitPlugin interface {
 	Permit(ctx context.Context, state *CycleState, p *v1.Pod, nodeName string) (*Status, time.Duration)
 }
 
+// GangPermitPlugin is a Permit plugin that lets pods through only together
+// with the rest of their group (a gang): it holds each member and, once
+// enough of the group can go, allows them in one step with
+// Handle.AllowWaitingPodsTogether. Another Permit plugin may hold a member
+// too, and the gang must not go while it does, or that plugin's rejection
+// would come after its siblings were bound. So the framework tells the
+// plugin how its members' holds change, and the plugin counts a member only
+// once it alone holds it.
+//
+// A profile runs at most one: two would each wait for the other.
+type GangPermitPlugin interface {
+	PermitPlugin
+	// HoldChanged is called for a pod the plugin holds at Permit: once in
+	// RunPermitPlugins, as soon as the pod waits (before waiting-pod
+	// observers hear of it), and again every time another plugin allows it.
+	// It runs on the caller's goroutine (the scheduling cycle, or whoever
+	// called Allow, possibly holding its own locks) with no lock of the
+	// framework held; it must not call back into other plugins. If it lets
+	// the pod go in RunPermitPlugins, RunPermitPlugins returns Success and
+	// the pod is never seen waiting, as if Permit had returned Success.
+	HoldChanged(ctx context.Context, wp WaitingPod)
+}
+
 // MaxPermitTimeout is the longest a Permit plugin may hold a pod (upstream's maxTimeout).
 const MaxPermitTimeout = 15 * time.Minute
 

@@ -147,6 +147,9 @@ type frameworkImpl struct {
 	scorePluginWeight map[string]int64
 	// permitMaxTimeouts[i] clamps the Wait timeout of permitPlugins[i].
 	permitMaxTimeouts []time.Duration
+	// gangPlugin is the Permit plugin that lets pods go only as a group,
+	// if the profile runs one; it is told how its pods' holds change.
+	gangPlugin framework.GangPermitPlugin
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -167,7 +170,10 @@ type frameworkImpl struct {
 	// plugins, the largest allocation of a cycle) from one cycle to the next.
 	nodeScores sync.Pool
 
-	// cancel ends the context handed to plugin factories.
+	// pluginCtx is the context handed to plugin factories, and to the
+	// gang plugin when a hold changes outside a scheduling cycle.
+	pluginCtx context.Context
+	// cancel ends pluginCtx.
 	cancel    context.CancelFunc
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -280,7 +286,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 
 	logger := klog.FromContext(ctx).WithValues("profile", f.profileName)
 	pluginCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
-	f.cancel = cancel
+	f.pluginCtx, f.cancel = pluginCtx, cancel
 	ok := false
 	defer func() {
 		if !ok {
@@ -373,6 +379,13 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.permitMaxTimeouts[i] = framework.MaxPermitTimeout
 		if ext, ok := p.(framework.PermitTimeoutExtension); ok && ext.MaxPermitTimeout() > 0 {
 			f.permitMaxTimeouts[i] = ext.MaxPermitTimeout()
+		}
+		if g, ok := p.(framework.GangPermitPlugin); ok {
+			if f.gangPlugin != nil {
+				return nil, &ConfigError{ExtensionPoint: Permit, Plugin: f.gangPlugin.Name() + ", " + g.Name(),
+					Reason: "at most one Permit plugin may hold pods as a group: each would wait for the other"}
+			}
+			f.gangPlugin = g
 		}
 	}
 
@@ -553,6 +566,14 @@ func (f *frameworkImpl) GetWaitingPod(uid types.UID) framework.WaitingPod {
 
 func (f *frameworkImpl) AllowWaitingPodsTogether(pluginName string, pods []framework.WaitingPod) bool {
 	return allowTogether(pluginName, pods)
+}
+
+// waitAllowed tells the gang plugin that another plugin allowed one of the
+// pods it holds.
+func (f *frameworkImpl) waitAllowed(wp *waitingPod, pluginName string) {
+	if g := f.gangPlugin; g != nil && g.Name() != pluginName && wp.holds(g.Name()) {
+		g.HoldChanged(f.pluginCtx, wp)
+	}
 }
 
 // waitChanged tells the observer that a held pod's pending plugins or

@@ -470,17 +470,19 @@ func TestAllowWaitingPodsTogether(t *testing.T) {
 			}
 		}
 	})
-	t.Run("other plugins keep holding", func(t *testing.T) {
+	t.Run("another plugin holds one: none allowed", func(t *testing.T) {
 		fw := newPermitFramework(t,
 			&permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute},
 			&permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute})
 		wps := hold(t, fw, "a", "b")
-		if !fw.AllowWaitingPodsTogether("Gang", wps) {
-			t.Fatal("AllowWaitingPodsTogether = false, want true")
+		wps[0].Allow("Manual")
+		if fw.AllowWaitingPodsTogether("Gang", wps) {
+			t.Fatal("AllowWaitingPodsTogether = true while Manual holds b, want false")
 		}
+		want := map[string][]string{"a": {"Gang"}, "b": {"Gang", "Manual"}}
 		for _, wp := range wps {
-			if got := wp.GetPendingPlugins(); !slices.Equal(got, []string{"Manual"}) {
-				t.Errorf("pending plugins of %s = %v, want [Manual]", wp.GetPod().Name, got)
+			if got := wp.GetPendingPlugins(); !slices.Equal(got, want[wp.GetPod().Name]) {
+				t.Errorf("pending plugins of %s = %v, want %v", wp.GetPod().Name, got, want[wp.GetPod().Name])
 			}
 		}
 	})
@@ -507,6 +509,124 @@ func TestAllowWaitingPodsTogether(t *testing.T) {
 			if want := map[bool]int{true: 4, false: 0}[allowed]; admitted != want {
 				t.Fatalf("allowed=%v and %d pods admitted, want %d", allowed, admitted, want)
 			}
+		}
+	})
+}
+
+// gangPlugin holds every pod and, when told that a hold changed, notes what
+// still held the pod and lets it go if release says so.
+type gangPlugin struct {
+	permitPlugin
+	fw      *frameworkImpl
+	release bool
+	mu      sync.Mutex
+	calls   []string
+}
+
+func (p *gangPlugin) HoldChanged(_ context.Context, wp framework.WaitingPod) {
+	p.mu.Lock()
+	p.calls = append(p.calls, fmt.Sprintf("%s held by %v", wp.GetPod().Name, wp.GetPendingPlugins()))
+	p.mu.Unlock()
+	if p.release {
+		p.fw.AllowWaitingPodsTogether(p.name, []framework.WaitingPod{wp})
+	}
+}
+
+func TestGangPermitPlugin(t *testing.T) {
+	newGang := func(t *testing.T, release bool, others ...framework.PermitPlugin) (*frameworkImpl, *gangPlugin, *recordingObserver) {
+		t.Helper()
+		gang := &gangPlugin{permitPlugin: permitPlugin{name: "Gang", status: waitStatus(), timeout: time.Minute}, release: release}
+		extra := map[string]framework.Plugin{gang.name: gang}
+		names := []string{gang.name}
+		for _, p := range others {
+			extra[p.Name()] = p
+			names = append(names, p.Name())
+		}
+		obs := &recordingObserver{}
+		fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{Permit: enabled(names...)}, WithWaitingPodObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fw.Close() })
+		gang.fw = fw
+		return fw, gang, obs
+	}
+
+	t.Run("told when the pod waits and each time another plugin allows it", func(t *testing.T) {
+		fw, gang, _ := newGang(t, false,
+			&permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute},
+			&permitPlugin{name: "Quota", status: waitStatus(), timeout: time.Minute})
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+			t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+		}
+		wp := fw.GetWaitingPod(pod.UID)
+		wp.Allow("Manual")
+		wp.Allow("Manual") // not pending any more: nothing changed
+		wp.Allow("Quota")
+		want := []string{"p held by [Gang Manual Quota]", "p held by [Gang Quota]", "p held by [Gang]"}
+		if diff := cmp.Diff(want, gang.calls); diff != "" {
+			t.Errorf("HoldChanged calls (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("not told of a pod it does not hold", func(t *testing.T) {
+		fw, gang, _ := newGang(t, false, &permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute})
+		gang.status = nil
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+			t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+		}
+		fw.GetWaitingPod(pod.UID).Allow("Manual")
+		if len(gang.calls) != 0 {
+			t.Errorf("HoldChanged calls = %v, want none", gang.calls)
+		}
+	})
+
+	t.Run("a pod let go at once passes Permit unseen", func(t *testing.T) {
+		fw, _, obs := newGang(t, true)
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); s != nil {
+			t.Fatalf("RunPermitPlugins = %v, want Success", s)
+		}
+		if fw.WillWaitOnPermit(t.Context(), pod) {
+			t.Error("the pod waits, want it let through")
+		}
+		if len(obs.events) != 0 {
+			t.Errorf("observer events = %v, want none", obs.events)
+		}
+	})
+
+	t.Run("a pod another plugin holds is not let go", func(t *testing.T) {
+		fw, gang, obs := newGang(t, true, &permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute})
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+			t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+		}
+		if got := fw.GetWaitingPod(pod.UID).GetPendingPlugins(); !slices.Equal(got, []string{"Gang", "Manual"}) {
+			t.Errorf("pending plugins = %v, want [Gang Manual]", got)
+		}
+		// Once Manual allows it, the gang plugin lets it go.
+		fw.GetWaitingPod(pod.UID).Allow("Manual")
+		if s := fw.WaitOnPermit(t.Context(), pod); s != nil {
+			t.Errorf("WaitOnPermit = %v, want allowed", s)
+		}
+		want := []string{"waiting test/p on n for [Gang Manual]", "changed test/p for [Gang] map[]", "resolved test/p Allowed: "}
+		if diff := cmp.Diff(want, obs.events); diff != "" {
+			t.Errorf("observer events (-want +got):\n%s", diff)
+		}
+		if len(gang.calls) != 2 {
+			t.Errorf("HoldChanged calls = %v, want 2", gang.calls)
+		}
+	})
+
+	t.Run("two gang plugins are refused", func(t *testing.T) {
+		a := &gangPlugin{permitPlugin: permitPlugin{name: "GangA", status: waitStatus()}}
+		b := &gangPlugin{permitPlugin: permitPlugin{name: "GangB", status: waitStatus()}}
+		_, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{a.name: a, b.name: b}), &configv1.Plugins{Permit: enabled(a.name, b.name)})
+		want := "at most one Permit plugin may hold pods as a group"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("NewFramework error = %v, want %q", err, want)
 		}
 	})
 }

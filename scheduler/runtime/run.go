@@ -523,7 +523,8 @@ func (f *frameworkImpl) RunReservePluginsUnreserve(ctx context.Context, state *f
 // RunPermitPlugins runs every Permit plugin. A rejection or error stops at
 // once. If any plugin asked to wait (and none rejected), the pod becomes a
 // waiting pod on nodeName with one timer per waiting plugin, each timeout
-// clamped to the plugin's maximum, and Wait is returned.
+// clamped to the plugin's maximum, and Wait is returned; unless the gang
+// plugin, told of the hold, let the pod go with its group at once.
 func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	defer f.observePoint(Permit, time.Now(), &status)
 	logger := klog.FromContext(ctx)
@@ -557,8 +558,17 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 		}
 	}
 	if waitStatus.IsWait() {
-		wp := newWaitingPod(pod, nodeName, waits, f.waitChanged)
+		wp := newWaitingPod(pod, nodeName, waits, f.waitChanged, f.waitAllowed)
 		f.waitingPods.add(wp)
+		if f.heldByGang(waits) {
+			// In the map first, so that a sibling's HoldChanged running
+			// meanwhile can count the pod and let it go with the gang.
+			f.gangPlugin.HoldChanged(ctx, wp)
+			if wp.wasAllowed() {
+				f.waitingPods.remove(pod.UID)
+				return nil
+			}
+		}
 		for _, obs := range f.waitingPodObservers {
 			obs.PodWaiting(f.profileName, wp)
 		}
@@ -570,6 +580,15 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 		return waitStatus
 	}
 	return nil
+}
+
+// heldByGang reports whether the gang plugin is among the plugins in waits.
+func (f *frameworkImpl) heldByGang(waits map[string]permitWait) bool {
+	if f.gangPlugin == nil {
+		return false
+	}
+	_, ok := waits[f.gangPlugin.Name()]
+	return ok
 }
 
 // WillWaitOnPermit reports whether pod is a waiting pod of this instance.

@@ -80,6 +80,11 @@ type waitingPod struct {
 	// change while the pod is still held. It is called without mu held,
 	// since it reads the pod back through its getters.
 	changed func(*waitingPod)
+	// allowed, if set, is told which plugin allowed the pod when others
+	// still hold it, after changed. It is called without mu held: it calls
+	// a gang plugin (GangPermitPlugin.HoldChanged), which takes its own lock
+	// and then this one.
+	allowed func(wp *waitingPod, pluginName string)
 
 	// mu guards pending and done. Timer callbacks take it too; newWaitingPod
 	// holds it while arming the timers so that a zero timeout cannot fire
@@ -98,12 +103,13 @@ type waitingPod struct {
 var _ framework.WaitingPod = (*waitingPod)(nil)
 
 // newWaitingPod arms one timer per plugin in waits.
-func newWaitingPod(pod *v1.Pod, nodeName string, waits map[string]permitWait, changed func(*waitingPod)) *waitingPod {
+func newWaitingPod(pod *v1.Pod, nodeName string, waits map[string]permitWait, changed func(*waitingPod), allowed func(*waitingPod, string)) *waitingPod {
 	wp := &waitingPod{
 		pod:      pod,
 		nodeName: nodeName,
 		s:        make(chan *framework.Status, 1),
 		changed:  changed,
+		allowed:  allowed,
 		pending:  make(map[string]pendingPlugin, len(waits)),
 	}
 	wp.mu.Lock()
@@ -189,7 +195,25 @@ func (w *waitingPod) Allow(pluginName string) {
 	w.mu.Unlock()
 	if changed {
 		w.notifyChanged()
+		if w.allowed != nil {
+			w.allowed(w, pluginName)
+		}
 	}
+}
+
+// holds reports whether pluginName still holds the pod.
+func (w *waitingPod) holds(pluginName string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.pending[pluginName]
+	return !w.done && ok
+}
+
+// wasAllowed reports whether every plugin allowed the pod.
+func (w *waitingPod) wasAllowed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done && w.resolution == framework.PermitAllowed
 }
 
 // allowLocked removes pluginName from the pending plugins and, when it was
@@ -213,9 +237,10 @@ func (w *waitingPod) allowLocked(pluginName string) bool {
 	return false
 }
 
-// allowTogether allows pluginName for all of pods or, if one of them is
-// already resolved, for none, holding every pod's mu (in UID order, so two
-// calls cannot deadlock) while it checks and allows.
+// allowTogether lets all of pods proceed or, if one of them is already
+// resolved or held by a plugin other than pluginName, none, holding every
+// pod's mu (in UID order, so two calls cannot deadlock) while it checks and
+// allows. Every pod it allows is resolved, so nobody is told of a change.
 func allowTogether(pluginName string, pods []framework.WaitingPod) bool {
 	wps := make([]*waitingPod, 0, len(pods))
 	seen := make(map[types.UID]bool, len(pods))
@@ -236,24 +261,18 @@ func allowTogether(pluginName string, pods []framework.WaitingPod) bool {
 	}
 	ok := true
 	for _, wp := range wps {
-		if wp.done {
+		if _, held := wp.pending[pluginName]; wp.done || !held || len(wp.pending) != 1 {
 			ok = false
 			break
 		}
 	}
-	var changed []*waitingPod
 	if ok {
 		for _, wp := range wps {
-			if wp.allowLocked(pluginName) {
-				changed = append(changed, wp)
-			}
+			wp.allowLocked(pluginName)
 		}
 	}
 	for _, wp := range wps {
 		wp.mu.Unlock()
-	}
-	for _, wp := range changed {
-		wp.notifyChanged()
 	}
 	return ok
 }

@@ -265,10 +265,66 @@ var _ = Describe("Gangs", Ordered, func() {
 		Consistently(func() int { return boundMembers(ns)["part"] }, "2s").Should(BeZero())
 		kubectlOK("label", "node", "gang-approve-0", "gang=part")
 		Eventually(waitingCondition(ns, "part-2", schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
-		// The two approved already were bound once the quorum let them
-		// go (and their WaitingPods may be gone): only part-2 is decided.
+		// All three are placed, but part-2 awaits its approval: it does
+		// not count yet, and the two approved ones stay held with it.
+		Eventually(func() string {
+			wp, err := getWaitingPod(ns, "part-0")
+			if err != nil {
+				return ""
+			}
+			return wp.Status.Message
+		}).Should(Equal("Coscheduling: 2/3 members assigned, 1 more held by other Permit plugins"))
+		Consistently(func() int { return boundMembers(ns)["part"] }, "2s").Should(BeZero())
 		Expect(kubectlOK("approve", "podgroup/part", "-n", ns)).To(ContainSubstring("waitingpod/part-2 approved (pod UID "))
 		Eventually(func() int { return boundMembers(ns)["part"] }).Should(Equal(3))
+		Expect(bindSpread(ns, "part")).To(BeNumerically("<", 900*time.Millisecond), "members of part were not bound together")
+	})
+
+	It("binds no member of a gang whose last member is rejected after the others were approved", func() {
+		ns := gangNamespace()
+		nodes("gang-reject", 3, "4", "8Gi")
+		podGroup(ns, "vetoed", 3, nil)
+		for i := range 3 {
+			createPod(member(ns, "vetoed", i, "approved-gangs", "gang-reject", "1"))
+		}
+		for i := range 3 {
+			Eventually(waitingCondition(ns, fmt.Sprintf("vetoed-%d", i), schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+		}
+		kubectlOK("approve", "waitingpod/vetoed-0", "-n", ns, "--reason", "reviewed")
+		kubectlOK("approve", "waitingpod/vetoed-1", "-n", ns, "--reason", "reviewed")
+		Consistently(func() map[string]int { return boundMembers(ns) }, "2s").Should(BeEmpty())
+		kubectlOK("reject", "waitingpod/vetoed-2", "-n", ns, "--reason", "not this one")
+		// The rejection takes the approved members back too.
+		for i := range 2 {
+			Eventually(eventNotes("Pod", ns, fmt.Sprintf("vetoed-%d", i), "FailedScheduling")).Should(ContainElement(ContainSubstring("rejection in Unreserve")))
+		}
+		Consistently(func() map[string]int { return boundMembers(ns) }, "3s").Should(BeEmpty())
+	})
+
+	It("does not count a pod that carries the label but was bound elsewhere", func() {
+		ns := gangNamespace()
+		nodes("gang-forged", 2, "4", "8Gi")
+		podGroup(ns, "solo", 2, nil)
+		// A pod created on a node with the group's label, as a pod author
+		// may write it: no scheduler of this operator placed it.
+		forged := poolPod(ns, "forged", "other-scheduler", "gang-forged", "1", "")
+		forged.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: "solo"}
+		forged.Spec.NodeName = "gang-forged-0"
+		createPod(forged)
+		createPod(member(ns, "solo", 0, "holding-gangs", "gang-forged", "1"))
+		Eventually(func() string {
+			wp, err := getWaitingPod(ns, "solo-0")
+			if err != nil {
+				return ""
+			}
+			return wp.Status.Message
+		}).Should(Equal("Coscheduling: 1/2 members assigned"))
+		Consistently(func() string {
+			return scheduledPodNode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo-0"}})
+		}, "2s").Should(BeEmpty())
+		// A real second member completes the gang.
+		createPod(member(ns, "solo", 1, "holding-gangs", "gang-forged", "1"))
+		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"solo": 3}))
 	})
 
 	It("never lets a pod of another profile ride a gang's approval by its label", func() {

@@ -110,14 +110,18 @@ type coscheduling struct {
 	backoff         time.Duration
 	rejectThreshold float64
 
-	// mu guards the maps below and makes Permit's count and its allowing
-	// of the waiting members one step against other Permits and
-	// Unreserves. Lock order: mu, then the framework's waiting-pods lock
-	// (IterateOverWaitingPods) or a waiting pod's lock (Allow, Reject,
-	// SetPendingMessage, AllowWaitingPodsTogether). The framework calls
-	// plugins and its observers without holding those locks, so it never
-	// waits for mu while holding one. The queue calls Less under its own
-	// lock, and Less takes mu; the plugin never calls into the queue.
+	// mu guards the maps below and makes HoldChanged's count and its
+	// allowing of the waiting members one step against other
+	// HoldChanged calls, PostFilters and Unreserves. Lock order: mu, then
+	// the framework's waiting-pods lock (IterateOverWaitingPods) or a
+	// waiting pod's lock (GetPendingPlugins, Reject, SetPendingMessage,
+	// AllowWaitingPodsTogether). The framework calls plugins and its
+	// observers without holding those locks, so it never waits for mu while
+	// holding one. Other plugins may hold their own lock when they call
+	// Allow, which calls HoldChanged (ManualApproval's timer does): the
+	// plugin never calls into another plugin, so they never wait for each
+	// other the other way round. The queue calls Less under its own lock,
+	// and Less takes mu; the plugin never calls into the queue.
 	mu sync.Mutex
 	// admitted holds, per group full name, the UIDs of the members this
 	// plugin let past Permit (Success, or allowed as a waiting member)
@@ -139,7 +143,7 @@ var (
 	_ framework.QueueSortPlugin   = (*coscheduling)(nil)
 	_ framework.PreFilterPlugin   = (*coscheduling)(nil)
 	_ framework.PostFilterPlugin  = (*coscheduling)(nil)
-	_ framework.PermitPlugin      = (*coscheduling)(nil)
+	_ framework.GangPermitPlugin  = (*coscheduling)(nil)
 	_ framework.ReservePlugin     = (*coscheduling)(nil)
 	_ framework.EnqueueExtensions = (*coscheduling)(nil)
 )
@@ -435,14 +439,17 @@ func (pl *coscheduling) PostFilter(ctx context.Context, _ *framework.CycleState,
 
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	assigned, _ := pl.assigned(pod.Namespace, pg.Name)
-	if len(assigned) >= minMember {
+	// Members that another Permit plugin also holds have a node: they are
+	// placed, if not yet counted toward the quorum.
+	g := pl.gang(pod.Namespace, pg.Name)
+	placed := len(g.counted) + len(g.held)
+	if placed >= minMember {
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
-	if float64(minMember-len(assigned))/float64(minMember) <= pl.rejectThreshold {
+	if float64(minMember-placed)/float64(minMember) <= pl.rejectThreshold {
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
-	for _, wp := range pl.waitingMembers(pod.Namespace, pg.Name) {
+	for _, wp := range append(g.ready, g.held...) {
 		wp.Reject(Name, msgRejectPostFilter)
 	}
 	if pl.backoff > 0 {
@@ -460,23 +467,40 @@ func (pl *coscheduling) PostFilter(ctx context.Context, _ *framework.CycleState,
 		fmt.Sprintf("PodGroup %v gets rejected due to Pod %v is unschedulable even after PostFilter", full, pod.Name))
 }
 
-// assigned returns the UIDs of the group's members that have a node: bound
-// ones (per the informer), those admitted and not unreserved since, and
-// those waiting at Permit; and the waiting ones. It drops admitted entries
-// of the group's pods that are gone. Callers hold mu.
+// gangState is a group's members as Permit, HoldChanged and PostFilter
+// count them.
+type gangState struct {
+	// counted holds the UIDs of the members that count toward the quorum:
+	// those bound by this profile (per the informer), those this plugin
+	// let through and that were not unreserved since, and those waiting
+	// that this plugin alone holds.
+	counted map[types.UID]bool
+	// ready are the waiting members this plugin alone holds: a quorum lets
+	// them go.
+	ready []framework.WaitingPod
+	// held are the waiting members another Permit plugin holds too; they
+	// count once it lets them go.
+	held []framework.WaitingPod
+}
+
+// gang counts the group's members. It drops admitted entries of the
+// group's pods that are gone. Callers hold mu.
 //
-// Bound members are read from the informer, not the snapshot: the snapshot
-// also holds assumed pods, among them a rejected member whose Unreserve has
-// not run yet, which must not count.
-func (pl *coscheduling) assigned(namespace, name string) (map[types.UID]bool, []framework.WaitingPod) {
-	out := map[types.UID]bool{}
+// A bound member counts only if its schedulerName is this profile's: a pod
+// bound by another scheduler or profile never waited here, and its label
+// says nothing the operator can trust. Bound members are read from the
+// informer, not the snapshot: the snapshot also holds assumed pods, among
+// them a rejected member whose Unreserve has not run yet, which must not
+// count.
+func (pl *coscheduling) gang(namespace, name string) gangState {
+	g := gangState{counted: map[types.UID]bool{}}
 	pods, err := pl.members(namespace, name)
 	if err == nil {
 		live := make(map[types.UID]bool, len(pods))
 		for _, p := range pods {
 			live[p.UID] = true
-			if p.Spec.NodeName != "" {
-				out[p.UID] = true
+			if p.Spec.NodeName != "" && p.Spec.SchedulerName == pl.handle.ProfileName() {
+				g.counted[p.UID] = true
 			}
 		}
 		full := namespace + "/" + name
@@ -485,21 +509,39 @@ func (pl *coscheduling) assigned(namespace, name string) (map[types.UID]bool, []
 				pl.admitted[full].Delete(uid)
 				continue
 			}
-			out[uid] = true
+			g.counted[uid] = true
 		}
 		if pl.admitted[full].Len() == 0 {
 			delete(pl.admitted, full)
 		}
 	}
-	waiting := pl.waitingMembers(namespace, name)
-	for _, wp := range waiting {
-		out[wp.GetPod().UID] = true
+	for _, wp := range pl.waitingMembers(namespace, name) {
+		switch pending := wp.GetPendingPlugins(); {
+		case len(pending) == 0:
+			// Let go, and not yet out of the map: admitted counts it.
+		case len(pending) == 1 && pending[0] == Name:
+			g.counted[wp.GetPod().UID] = true
+			g.ready = append(g.ready, wp)
+		default:
+			g.held = append(g.held, wp)
+		}
 	}
-	return out, waiting
+	return g
 }
 
-// Permit holds a member until minMember members of its group have a node,
-// then lets them all through at once (see the package doc).
+// progress is what a waiting member's WaitingPod says of its gang.
+func (g gangState) progress(minMember int) string {
+	msg := fmt.Sprintf("%d/%d members assigned", len(g.counted), minMember)
+	if len(g.held) > 0 {
+		msg += fmt.Sprintf(", %d more held by other Permit plugins", len(g.held))
+	}
+	return msg
+}
+
+// Permit holds every member of a group. The member counts toward its
+// group's quorum once no other Permit plugin holds it, which the framework
+// says by calling HoldChanged as soon as the member waits, and again each
+// time another plugin allows it; HoldChanged lets the gang go.
 func (pl *coscheduling) Permit(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
 	if groupName(pod) == "" {
 		return nil, 0
@@ -511,30 +553,52 @@ func (pl *coscheduling) Permit(ctx context.Context, state *framework.CycleState,
 	if pg == nil {
 		return framework.NewStatus(framework.Unschedulable, msgPodGroupNotFound), 0
 	}
+	pl.mu.Lock()
+	g := pl.gang(pod.Namespace, pg.Name)
+	pl.mu.Unlock()
+	// Upstream activates the siblings when the member waits for them, not
+	// when it completes the gang.
+	if len(g.counted)+1 < int(pg.Spec.MinMember) {
+		pl.activateSiblings(state, pod)
+	}
+	return framework.NewStatus(framework.Wait), pl.waitTime(pg)
+}
+
+// HoldChanged counts the member's group again and, once minMember members
+// count, lets every member this plugin alone holds go in one step that
+// fails if any of them was resolved meanwhile: then nobody goes, and the
+// gang waits for the resolved one's Unreserve to take the others back.
+// Otherwise every waiting member is told how far the gang is.
+func (pl *coscheduling) HoldChanged(ctx context.Context, wp framework.WaitingPod) {
+	pod := wp.GetPod()
+	logger := klog.FromContext(ctx)
+	pg, err := pl.podGroup(ctx, pod)
+	if err != nil || pg == nil {
+		// It was found at Permit; without it now the member waits for
+		// its timeout, as upstream's would.
+		logger.V(4).Info("PodGroup of a waiting member not found", "pod", klog.KObj(pod), "err", err)
+		return
+	}
 	full := fullName(pod)
 	minMember := int(pg.Spec.MinMember)
 
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	assigned, waiting := pl.assigned(pod.Namespace, pg.Name)
-	assigned[pod.UID] = true
-	if len(assigned) >= minMember && pl.handle.AllowWaitingPodsTogether(Name, waiting) {
-		for _, wp := range waiting {
-			pl.admit(full, wp.GetPod().UID)
+	g := pl.gang(pod.Namespace, pg.Name)
+	waiting := append(g.ready, g.held...)
+	if len(g.counted) >= minMember && pl.handle.AllowWaitingPodsTogether(Name, g.ready) {
+		for _, m := range g.ready {
+			pl.admit(full, m.GetPod().UID)
 		}
-		pl.admit(full, pod.UID)
 		delete(pl.lastFailure, full)
-		klog.FromContext(ctx).V(3).Info("Pod group reached its quorum", "podGroup", full, "members", len(assigned), "minMember", minMember)
-		return nil, 0
+		logger.V(3).Info("Pod group reached its quorum", "podGroup", full, "members", len(g.counted), "minMember", minMember)
+		// Members that other plugins still hold go once they let them.
+		waiting = g.held
 	}
-	// Either too few members have a node, or a waiting one was resolved
-	// meanwhile; its Unreserve rejects the others, as upstream's does.
-	msg := fmt.Sprintf("%d/%d members assigned", len(assigned), minMember)
-	for _, wp := range waiting {
-		wp.SetPendingMessage(Name, msg)
+	msg := g.progress(minMember)
+	for _, m := range waiting {
+		m.SetPendingMessage(Name, msg)
 	}
-	pl.activateSiblings(state, pod)
-	return framework.NewStatus(framework.Wait, msg), pl.waitTime(pg)
 }
 
 // admit records that member uid of group full got past Permit. Callers

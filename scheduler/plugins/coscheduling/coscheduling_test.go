@@ -68,6 +68,11 @@ type envConfig struct {
 	args     string
 	pods     []*v1.Pod
 	snapshot framework.SharedLister
+	// permit, when set, are the profile's plugins besides DefaultBinder, in
+	// order (Coscheduling among them); register adds those that are not
+	// Coscheduling, and their args, to the registry and profile.
+	permit   []string
+	register func(fwkruntime.Registry, *configv1.KubeSchedulerProfile) error
 }
 
 func newEnv(t *testing.T, c envConfig) *env {
@@ -77,9 +82,20 @@ func newEnv(t *testing.T, c envConfig) *env {
 	if err := Register(r, c.groups, WithClock(clk)); err != nil {
 		t.Fatal(err)
 	}
-	profile := st.MultiPointProfile(st.Plugin(Name, 0), st.Plugin(defaultbinder.Name, 0))
+	if c.permit == nil {
+		c.permit = []string{Name}
+	}
+	profile := st.MultiPointProfile(st.Plugin(defaultbinder.Name, 0))
+	for _, name := range c.permit {
+		profile.Plugins.MultiPoint.Enabled = append(profile.Plugins.MultiPoint.Enabled, st.Plugin(name, 0))
+	}
 	if c.args != "" {
 		profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(c.args)}}}
+	}
+	if c.register != nil {
+		if err := c.register(r, profile); err != nil {
+			t.Fatal(err)
+		}
 	}
 	client := fake.NewClientset()
 	inf := informers.NewSharedInformerFactory(client, 0)
@@ -444,7 +460,7 @@ func TestPostFilter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var pods []*v1.Pod
 			for i := range tt.bound {
-				pods = append(pods, member(fmt.Sprintf("bound-%d", i), "g").Node("n1").Obj())
+				pods = append(pods, member(fmt.Sprintf("bound-%d", i), "g").SchedulerName(v1.DefaultSchedulerName).Node("n1").Obj())
 			}
 			e := newEnv(t, envConfig{groups: groupsOf(group("g", tt.minMem)), args: tt.args, pods: pods})
 			var waiting []*v1.Pod

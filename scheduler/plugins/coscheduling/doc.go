@@ -13,16 +13,27 @@
 //     names that a rejected or timed-out member leaves only when its
 //     Unreserve runs, and then allows the members still waiting one by one,
 //     so the last member can pass Permit while a sibling is already
-//     rejected. Here Permit counts, by UID and under one lock, the members
-//     bound (per the pod informer), those this plugin let through and that
-//     were not unreserved since, and those waiting; on quorum it allows
-//     every waiting member in one step that fails if any of them was
-//     resolved meanwhile, and the last member then waits instead of passing.
+//     rejected; and it counts members that another Permit plugin still
+//     holds, so that plugin can later reject one whose siblings were bound.
+//     Here every member waits at Permit, and the plugin is a
+//     framework.GangPermitPlugin: whenever a member starts waiting or
+//     another plugin allows it, HoldChanged counts, by UID and under one
+//     lock, the members bound by this profile (per the pod informer),
+//     those this plugin let through and that were not unreserved since, and
+//     those waiting that no other plugin holds; on quorum it lets every such
+//     member go in one step that fails if any of them was resolved
+//     meanwhile, and the gang then waits instead of passing. A member that
+//     completes a gang at once passes Permit, as upstream's last member
+//     does, without being seen waiting.
+//   - Only members whose schedulerName is this profile's count as bound: a
+//     pod that carries the label and a node but was bound by another
+//     scheduler or profile (or created bound under another schedulerName)
+//     does not complete a gang.
 //   - Siblings are activated on every Wait, not only the first member's, so
 //     a lost activation cannot stall a gang (scheduler-plugins #1001).
-//   - Progress is visible: the Wait status says "N/M members assigned", and
-//     every Wait updates that message on the waiting siblings, which their
-//     WaitingPods show.
+//   - Progress is visible: every waiting member says "N/M members
+//     assigned" (and how many more other Permit plugins hold), updated
+//     whenever a member's hold changes, which their WaitingPods show.
 //
 // The plugin's own state (group backoff, groups whose resources were
 // checked, last failure times, members let through) lives in the instance,

@@ -104,7 +104,9 @@ type manualApproval struct {
 	// found for the UID can only be this hold's. Lock order: mu, then the
 	// framework's waiting-pod locks (GetWaitingPod, Allow) and the clock's
 	// (AfterFunc, Stop); the framework never calls the plugin while holding
-	// its own locks. The real clock runs callbacks on their own goroutine;
+	// its own locks. Allow may call the profile's gang plugin
+	// (Coscheduling's HoldChanged), which takes its own lock under mu and
+	// never calls this plugin. The real clock runs callbacks on their own goroutine;
 	// a fake clock runs them inside Step under its lock, so a test must not
 	// Step while Permit, Unreserve, PostBind or Close run.
 	mu sync.Mutex
