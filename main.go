@@ -23,6 +23,7 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
@@ -58,6 +59,11 @@ type options struct {
 
 	reservedSchedulerNames string
 	waitingPodRetention    time.Duration
+
+	// allowedExtenderURLPrefixes and extenderMaxReplyBytes are what
+	// profiles' extenders are allowed (extender.Policy).
+	allowedExtenderURLPrefixes string
+	extenderMaxReplyBytes      int64
 }
 
 func main() {
@@ -79,6 +85,8 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
+	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows every port of its host. Empty refuses every profile with extenders.")
+	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers; a larger reply is refused.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -143,7 +151,11 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
-	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism)}
+	policy, err := extender.NewPolicy(splitNames(o.allowedExtenderURLPrefixes), o.extenderMaxReplyBytes)
+	if err != nil {
+		return nil, err
+	}
+	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism), scheduler.WithExtenderPolicy(policy)}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
 	}

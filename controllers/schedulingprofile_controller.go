@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -82,6 +83,8 @@ type extenderFailures struct {
 	generation int64
 	// errs is the failure, per urlPrefix.
 	errs map[string]string
+	// refused are the urlPrefixes whose failure is a refused reply.
+	refused sets.Set[string]
 }
 
 type servedProfile struct {
@@ -744,12 +747,19 @@ func (r *SchedulingProfileReconciler) extenderObserver(objName string, generatio
 			r.mu.Unlock()
 			return
 		case !ok || f.generation < generation:
-			f = extenderFailures{generation: generation, errs: map[string]string{}}
+			f = extenderFailures{generation: generation, errs: map[string]string{}, refused: sets.New[string]()}
 		}
-		if err != nil {
+		var refused *extender.ReplyError
+		switch {
+		case errors.As(err, &refused):
 			f.errs[url] = err.Error()
-		} else {
+			f.refused.Insert(url)
+		case err != nil:
+			f.errs[url] = err.Error()
+			f.refused.Delete(url)
+		default:
 			delete(f.errs, url)
+			f.refused.Delete(url)
 		}
 		r.failingExtenders[objName] = f
 		r.mu.Unlock()
@@ -770,10 +780,12 @@ func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *scheduling
 	}
 	r.mu.Lock()
 	var failing []string
+	refused := false
 	if f, ok := r.failingExtenders[sp.Name]; ok && f.generation == served.generation {
 		for _, url := range sets.List(sets.KeySet(f.errs)) {
 			failing = append(failing, fmt.Sprintf("%s: %s", url, f.errs[url]))
 		}
+		refused = f.refused.Len() > 0
 	}
 	r.mu.Unlock()
 	cond := metav1.Condition{
@@ -782,7 +794,13 @@ func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *scheduling
 	}
 	if len(failing) > 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, schedulingv1alpha1.ReasonExtenderUnreachable
-		cond.Message = truncate(fmt.Sprintf("Calls to extenders of generation %d fail; pods they see cannot be scheduled: %s", served.generation, strings.Join(failing, "; ")), maxConditionMessage)
+		summary := "Calls to extenders of generation %d fail; pods they see cannot be scheduled: %s"
+		if refused {
+			// Also for ignorable extenders, whose pods still schedule.
+			cond.Reason = schedulingv1alpha1.ReasonExtenderReplyRefused
+			summary = "Replies of extenders of generation %d were refused, and calls fail: %s"
+		}
+		cond.Message = truncate(fmt.Sprintf(summary, served.generation, strings.Join(failing, "; ")), maxConditionMessage)
 		if old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type); old == nil || old.Status != metav1.ConditionFalse || old.Message != cond.Message {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, cond.Reason, "CallExtender", "%s", eventNote(cond.Message))
 		}

@@ -14,6 +14,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 )
 
 func TestExtenderConfigs(t *testing.T) {
@@ -122,6 +123,24 @@ func TestExtenderConfigs(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRefusedExtenderReplyIsReportedInStatus(t *testing.T) {
+	sp := newProfile("p", "", 0, 10)
+	sp.Spec.Extenders = []schedulingv1alpha1.Extender{{URLPrefix: "http://gpu.example", PreemptVerb: "preempt", Ignorable: true}}
+	f := newProfileFixture(t, nil, sp)
+	f.reconcile(t, "p")
+	f.events()
+	f.r.extenderObserver("p", 1)("http://gpu.example", &extender.ReplyError{URL: "http://gpu.example/preempt", Reason: `it names node "elsewhere", which was not a candidate`})
+	f.reconcile(t, "p")
+	want := `Replies of extenders of generation 1 were refused, and calls fail: http://gpu.example: refused the reply of the extender at URL http://gpu.example/preempt: it names node "elsewhere", which was not a candidate`
+	c := meta.FindStatusCondition(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1alpha1.ReasonExtenderReplyRefused || c.Message != want {
+		t.Fatalf("ExtendersReachable = %+v", c)
+	}
+	if evs := f.events(); len(evs) != 1 || evs[0] != "Warning ExtenderReplyRefused "+want {
+		t.Errorf("events %q", evs)
 	}
 }
 

@@ -137,7 +137,8 @@ const (
 	// ProfileExtendersReachable is set on a profile whose serving instance
 	// has extenders: False while calls to one of its non-ignorable
 	// extenders fail (it cannot be reached, times out or answers with an
-	// HTTP error), True otherwise.
+	// HTTP error), or while the last reply of any of its extenders was
+	// refused, True otherwise.
 	ProfileExtendersReachable = "ExtendersReachable"
 
 	// ReasonExtendersReachable: the last call to every non-ignorable
@@ -146,4 +147,10 @@ const (
 	// ReasonExtenderUnreachable: the last call to a non-ignorable extender
 	// failed; the message names it and says how.
 	ReasonExtenderUnreachable = "ExtenderUnreachable"
+	// ReasonExtenderReplyRefused: the operator refused the last reply of
+	// an extender, ignorable or not, because it was larger than allowed or
+	// reached beyond what the extender was sent (a preempt reply naming a
+	// node that was not a candidate, or a pod not proposed as a victim);
+	// the message names the extender and what was refused.
+	ReasonExtenderReplyRefused = "ExtenderReplyRefused"
 )
