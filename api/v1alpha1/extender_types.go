@@ -86,12 +86,16 @@ type ExtenderTLSConfig struct {
 	ServerName string `json:"serverName,omitempty"`
 	// CertSecretRef names a kubernetes.io/tls Secret in the operator's
 	// namespace whose tls.crt and tls.key are the client certificate and
-	// key presented to the extender.
+	// key presented to the extender. The Secret must carry the label
+	// scheduling.schedprofiles.io/extender-tls with this profile's name as
+	// value.
 	// +optional
 	CertSecretRef *LocalSecretReference `json:"certSecretRef,omitempty"`
 	// CASecretRef names a Secret in the operator's namespace holding the
 	// PEM bundle of CAs trusted to sign the extender's certificate, under
-	// key (ca.crt when unset).
+	// key (ca.crt when unset). The Secret must carry the label
+	// scheduling.schedprofiles.io/extender-tls with this profile's name as
+	// value.
 	// +optional
 	CASecretRef *SecretKeyReference `json:"caSecretRef,omitempty"`
 
@@ -131,6 +135,12 @@ type SecretKeyReference struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 }
+
+// ExtenderTLSLabel marks a Secret of the operator's namespace as TLS
+// material of the extenders of one SchedulingProfile: its value is the
+// profile's name. A profile can use no other Secret, so that whoever may
+// write profiles cannot make the operator read the rest of its namespace.
+const ExtenderTLSLabel = "scheduling.schedprofiles.io/extender-tls"
 
 // Condition type and reasons of a profile's extenders.
 const (

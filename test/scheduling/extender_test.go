@@ -280,7 +280,8 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		}))
 		DeferCleanup(srv.Close)
 		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-		Expect(c.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "extender-ca"}, Data: map[string][]byte{"ca.crt": ca}})).To(Succeed())
+		Expect(c.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "extender-ca",
+			Labels: map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "tls-extended"}}, Data: map[string][]byte{"ca.crt": ca}})).To(Succeed())
 
 		// Upstream's extender block, as it would be pasted, plus the CA reference.
 		sp := &schedulingv1alpha1.SchedulingProfile{}
