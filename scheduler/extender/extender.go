@@ -105,11 +105,18 @@ func clipAll(m extenderv1.FailedNodesMap) extenderv1.FailedNodesMap {
 // maxRedirects is the limit of Go's default redirect policy.
 const maxRedirects = 10
 
-func defaultCheckRedirect(via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+// redirectsWithin is Go's default redirect policy, which upstream's
+// client follows, limited to the URLs policy allows.
+func redirectsWithin(policy Policy) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if !policy.allows(req.URL.String()) {
+			return fmt.Errorf("redirected to %s, which is not under a URL prefix the operator allows", clip(req.URL.String()))
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
 	}
-	return nil
 }
 
 // newExtender builds the client of one extender. cfg's TLS data fields
@@ -130,18 +137,13 @@ func newExtender(cfg *configv1.Extender, policy Policy, observer Observer) (*Ext
 		managed.Insert(r.Name)
 	}
 	return &Extender{
-		url:            cfg.URLPrefix,
-		preemptVerb:    cfg.PreemptVerb,
-		filterVerb:     cfg.FilterVerb,
-		prioritizeVerb: cfg.PrioritizeVerb,
-		bindVerb:       cfg.BindVerb,
-		weight:         cfg.Weight,
-		client: &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if !policy.allows(req.URL.String()) {
-				return fmt.Errorf("redirected to %s, which is not under a URL prefix the operator allows", clip(req.URL.String()))
-			}
-			return defaultCheckRedirect(via)
-		}},
+		url:              cfg.URLPrefix,
+		preemptVerb:      cfg.PreemptVerb,
+		filterVerb:       cfg.FilterVerb,
+		prioritizeVerb:   cfg.PrioritizeVerb,
+		bindVerb:         cfg.BindVerb,
+		weight:           cfg.Weight,
+		client:           &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: redirectsWithin(policy)},
 		maxReplyBytes:    policy.MaxReplyBytes(),
 		nodeCacheCapable: cfg.NodeCacheCapable,
 		managedResources: managed,
@@ -236,13 +238,13 @@ func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.N
 		byName[n.Node().Name] = n
 	}
 	var result extenderv1.ExtenderFilterResult
-	err = h.send(ctx, h.filterVerb, h.args(pod, nodes), &result, func() error {
+	err = h.send(ctx, h.filterVerb, h.args(pod, nodes), &result, func() (kerr error) {
 		if result.Error != "" {
 			// The extender's own error, returned below.
 			return nil
 		}
-		feasible, err = keptNodes(h.nodeCacheCapable, &result, byName)
-		return err
+		feasible, kerr = keptNodes(h.nodeCacheCapable, &result, byName)
+		return kerr
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -438,9 +440,9 @@ func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims m
 	}
 	var result extenderv1.ExtenderPreemptionResult
 	var chosen map[string]*extenderv1.Victims
-	err := h.send(ctx, h.preemptVerb, args, &result, func() (err error) {
-		chosen, err = chosenVictims(result.NodeNameToMetaVictims, victims)
-		return err
+	err := h.send(ctx, h.preemptVerb, args, &result, func() (cerr error) {
+		chosen, cerr = chosenVictims(result.NodeNameToMetaVictims, victims)
+		return cerr
 	})
 	if err != nil {
 		return nil, err
@@ -466,14 +468,12 @@ func chosenVictims(meta map[string]*extenderv1.MetaVictims, sent map[string]*ext
 			v.NumPDBViolations = mv.NumPDBViolations
 			for _, mp := range mv.Pods {
 				var p *v1.Pod
+				uid := ""
 				if mp != nil {
-					p = podByUID(proposed.Pods, mp.UID)
+					uid = mp.UID
+					p = podByUID(proposed.Pods, uid)
 				}
 				if p == nil {
-					uid := ""
-					if mp != nil {
-						uid = mp.UID
-					}
 					return nil, fmt.Errorf("it names pod UID %q on node %q, which was not proposed as a victim there", clip(uid), nodeName)
 				}
 				v.Pods = append(v.Pods, p)
