@@ -103,6 +103,11 @@ func main() {
 }
 
 func run(o options) error {
+	// Flags first: a mistake in them is reported before anything starts.
+	schedOpts, err := schedulerOptions(o)
+	if err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -127,10 +132,6 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	schedOpts, err := schedulerOptions(o)
-	if err != nil {
-		return err
-	}
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
@@ -151,9 +152,12 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
+	if o.extenderMaxReplyBytes <= 0 {
+		return nil, fmt.Errorf("--extender-max-reply-bytes must be positive, got %d", o.extenderMaxReplyBytes)
+	}
 	policy, err := extender.NewPolicy(splitNames(o.allowedExtenderURLPrefixes), o.extenderMaxReplyBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", extender.AllowedURLPrefixesFlag, err)
 	}
 	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism), scheduler.WithExtenderPolicy(policy)}
 	if o.percentageOfNodesToScore != 0 {
