@@ -379,13 +379,15 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 			critical *v1.Pod
 			victims  map[string]*v1.Pod
 			ext      *preemptExtender
+			high     string
 		)
 
 		// ext-a and ext-b are full of pods a priority-10 preemptor may
 		// preempt; ext-c is full with a system-critical pod of kube-system,
 		// which no preemptor of this profile may touch.
 		BeforeEach(func(ctx SpecContext) {
-			low, high := newPriorityClass(ctx, "ext-low-"+ns, 1), newPriorityClass(ctx, "ext-high-"+ns, 10)
+			var low string
+			low, high = newPriorityClass(ctx, "ext-low-"+ns, 1), newPriorityClass(ctx, "ext-high-"+ns, 10)
 			victims = map[string]*v1.Pod{}
 			for _, n := range []string{"ext-a", "ext-b"} {
 				p := podSpec(ns, "victim-"+n, "unused", "4")
@@ -402,14 +404,16 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 
 			ext = newPreemptExtender()
 			create(ctx, "preempt-extended", schedulingv1alpha1.Extender{URLPrefix: ext.URL, PreemptVerb: "preempt", NodeCacheCapable: true})
-			preemptor := podSpec(ns, "preemptor", "preempt-extended", "2")
-			preemptor.Spec.PriorityClassName = high
-			DeferCleanup(func() { ext.set(nil) })
-			ext.set(func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
-				return map[string]*extenderv1.MetaVictims{"ext-c": {Pods: []*extenderv1.MetaPod{{UID: string(critical.UID)}}}}
-			})
-			newPod(ctx, preemptor)
 		})
+
+		// preempt has the extender answer with reply, then creates a
+		// preemptor of the profile.
+		preempt := func(ctx SpecContext, name string, reply func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims) {
+			ext.set(reply)
+			preemptor := podSpec(ns, name, "preempt-extended", "2")
+			preemptor.Spec.PriorityClassName = high
+			newPod(ctx, preemptor)
+		}
 
 		// refused waits until the profile and the preemptor say the reply
 		// was refused for why, and checks that no pod was deleted.
@@ -435,18 +439,18 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		}
 
 		It("refuses a node that was not a candidate, and then lets the extender choose among the candidates, as upstream", func(ctx SpecContext) {
+			preempt(ctx, "preemptor", func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+				return map[string]*extenderv1.MetaVictims{"ext-c": {Pods: []*extenderv1.MetaPod{{UID: string(critical.UID)}}}}
+			})
 			refused(ctx, `it names node "ext-c", which was not a candidate`)
 
-			ext.set(func(sent map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
-				return map[string]*extenderv1.MetaVictims{"ext-b": sent["ext-b"]}
-			})
 			// The refused pod waits for a cluster event, as upstream; a
 			// new preemptor is tried at once.
 			zero := int64(0)
 			Expect(cs.CoreV1().Pods(ns).Delete(ctx, "preemptor", metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
-			second := podSpec(ns, "second-preemptor", "preempt-extended", "2")
-			second.Spec.PriorityClassName = "ext-high-" + ns
-			newPod(ctx, second)
+			preempt(ctx, "second-preemptor", func(sent map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+				return map[string]*extenderv1.MetaVictims{"ext-b": sent["ext-b"]}
+			})
 			Eventually(getPod(ctx, ns, "second-preemptor")).Should(HaveField("Status.NominatedNodeName", "ext-b"))
 			Eventually(func() (*v1.Pod, error) {
 				p, err := getPod(ctx, ns, "victim-ext-b")()
@@ -463,7 +467,7 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		})
 
 		It("refuses a pod that was not proposed as a victim on a candidate node", func(ctx SpecContext) {
-			ext.set(func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+			preempt(ctx, "preemptor", func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
 				return map[string]*extenderv1.MetaVictims{"ext-a": {Pods: []*extenderv1.MetaPod{{UID: string(critical.UID)}}}}
 			})
 			refused(ctx, fmt.Sprintf(`it names pod UID %q on node "ext-a", which was not proposed as a victim there`, critical.UID))
