@@ -379,7 +379,8 @@ func TestValidate(t *testing.T) {
 			`extenders[1].managedResources[0].name: Invalid value: "example.com/gpu": duplicate extender managed resource name`},
 		{"timeout", []configv1.Extender{{URLPrefix: "http://e", HTTPTimeout: metav1.Duration{Duration: -time.Second}}},
 			`extenders[0].httpTimeout: Invalid value: "-1s": must not be negative`},
-		{"timeout at the cap", []configv1.Extender{{URLPrefix: "http://e", FilterVerb: "f", HTTPTimeout: metav1.Duration{Duration: MaxHTTPTimeout}}}, ""},
+		{"every verb at the cap", []configv1.Extender{{URLPrefix: "http://e", FilterVerb: "f", PreemptVerb: "p", PrioritizeVerb: "s", Weight: 1, BindVerb: "b",
+			HTTPTimeout: metav1.Duration{Duration: MaxHTTPTimeout}}}, ""},
 		{"timeout above the cap", []configv1.Extender{{URLPrefix: "http://e", FilterVerb: "f", HTTPTimeout: metav1.Duration{Duration: time.Minute}}},
 			`extenders[0].httpTimeout: Invalid value: "1m0s": must be at most 10s: the scheduling loop waits for filter and preempt calls, and a longer wait would hold up every profile`},
 		{"timeouts adding up beyond a cycle's share", []configv1.Extender{
@@ -387,8 +388,8 @@ func TestValidate(t *testing.T) {
 			{URLPrefix: "http://f", FilterVerb: "f", PreemptVerb: "p"},
 			{URLPrefix: "http://e", PrioritizeVerb: "s", Weight: 1, HTTPTimeout: metav1.Duration{Duration: 9 * time.Second}},
 			{URLPrefix: "http://f", PrioritizeVerb: "s", Weight: 1, BindVerb: "b", HTTPTimeout: metav1.Duration{Duration: 10 * time.Second}}},
-			// 8+8 sequential, 5+5 for the default timeout, plus the longest prioritize call; bind is off the loop.
-			`extenders: Invalid value: "36s": the extenders' filter and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than 30s; lower httpTimeout or use fewer extenders`},
+			// Filters twice: 2×8+2×5, preempts 8+5, plus the longest prioritize call; bind is off the loop.
+			`extenders: Invalid value: "49s": the extenders' filter calls (twice for a pod with a nominated node) and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than 40s; lower httpTimeout or use fewer extenders`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			policy, err := NewPolicy([]string{"http://e", "http://f"}, 0)

@@ -22,14 +22,16 @@ const DefaultMaxReplyBytes = 4 << 20
 
 // MaxHTTPTimeout bounds an extender's httpTimeout, and MaxCycleTime what
 // a profile's extenders may take together in one scheduling cycle: the
-// filter and preempt calls one after the other, plus the longest of the
-// concurrent prioritize calls. Both stay well below the scheduling loop's
-// stalled-cycle timeout (two minutes), after which the liveness check
-// restarts the operator: one slow extender must not restart the leader,
-// and then the standby that calls it next.
+// filter calls one after the other, twice for a pod with a nominated node
+// (tried alone first, as upstream), the preempt calls one after the
+// other, and the longest of the concurrent prioritize calls. One extender
+// with every verb at MaxHTTPTimeout fits. Both stay well below the
+// scheduling loop's stalled-cycle timeout (two minutes), after which the
+// liveness check restarts the operator: one slow extender must not
+// restart the leader, and then the standby that calls it next.
 const (
 	MaxHTTPTimeout = 10 * time.Second
-	MaxCycleTime   = 30 * time.Second
+	MaxCycleTime   = 40 * time.Second
 )
 
 // Policy is what the cluster admin, through the operator's flags, lets
@@ -199,7 +201,7 @@ func validateTimeouts(path *field.Path, cfgs []configv1.Extender) field.ErrorLis
 			d = DefaultTimeout
 		}
 		if e.FilterVerb != "" {
-			sequential += d
+			sequential += 2 * d
 		}
 		if e.PreemptVerb != "" {
 			sequential += d
@@ -210,7 +212,7 @@ func validateTimeouts(path *field.Path, cfgs []configv1.Extender) field.ErrorLis
 	}
 	if total := sequential + longestPrioritize; len(errs) == 0 && total > MaxCycleTime {
 		errs = append(errs, field.Invalid(path, total.String(), fmt.Sprintf(
-			"the extenders' filter and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than %v; lower httpTimeout or use fewer extenders", MaxCycleTime)))
+			"the extenders' filter calls (twice for a pod with a nominated node) and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than %v; lower httpTimeout or use fewer extenders", MaxCycleTime)))
 	}
 	return errs
 }
