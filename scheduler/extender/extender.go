@@ -93,9 +93,16 @@ func clip(s string) string {
 	return s[:cut] + ellipsis
 }
 
-func clipAll(m extenderv1.FailedNodesMap) extenderv1.FailedNodesMap {
+// sentFailures keeps the reasons m gives for nodes that were sent,
+// clipped. Reasons for other nodes are dropped, as upstream drops their
+// scores: they would count nodes that do not exist in the pod's
+// unschedulable message.
+func sentFailures(m extenderv1.FailedNodesMap, sent map[string]*framework.NodeInfo) extenderv1.FailedNodesMap {
 	for node, msg := range m {
-		if len(msg) > maxMessageBytes {
+		switch {
+		case sent[node] == nil:
+			delete(m, node)
+		case len(msg) > maxMessageBytes:
 			m[node] = clip(msg)
 		}
 	}
@@ -252,7 +259,7 @@ func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.N
 	if result.Error != "" {
 		return nil, nil, nil, errors.New(clip(result.Error))
 	}
-	return feasible, clipAll(result.FailedNodes), clipAll(result.FailedAndUnresolvableNodes), nil
+	return feasible, sentFailures(result.FailedNodes, byName), sentFailures(result.FailedAndUnresolvableNodes, byName), nil
 }
 
 // keptNodes are the nodes a filter reply keeps, as the scheduler's own

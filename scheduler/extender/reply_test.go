@@ -174,3 +174,24 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// TestFailuresOfNodesNotSent: the reasons a filter reply gives for nodes
+// it was not sent are dropped, so that the pod's message counts only
+// nodes that exist.
+func TestFailuresOfNodesNotSent(t *testing.T) {
+	srv := rawServer(t, `{"nodeNames":[],"failedNodes":{"a":"full","ghost-1":"full"},"failedAndUnresolvableNodes":{"ghost-2":"gone"}}`)
+	exts := build(t, configv1.Extender{URLPrefix: srv.URL, FilterVerb: "filter", NodeCacheCapable: true})
+	statuses := framework.NewDefaultNodeToStatus()
+	if _, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), statuses); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range []string{"a", "ghost-1", "ghost-2"} {
+		if st := statuses.Get(n); st.Code() != framework.UnschedulableAndUnresolvable || st.Message() != "" {
+			got[n] = st.Message()
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"a": "full"}, got); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+}
