@@ -25,6 +25,7 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
@@ -60,6 +61,11 @@ type options struct {
 
 	reservedSchedulerNames string
 	waitingPodRetention    time.Duration
+
+	// allowedExtenderURLPrefixes and extenderMaxReplyBytes are what
+	// profiles' extenders are allowed (extender.Policy).
+	allowedExtenderURLPrefixes string
+	extenderMaxReplyBytes      int64
 }
 
 func main() {
@@ -81,6 +87,8 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
+	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows every port of its host. Empty refuses every profile with extenders.")
+	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers; a larger reply is refused.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -97,6 +105,11 @@ func main() {
 }
 
 func run(o options) error {
+	// Flags first: a mistake in them is reported before anything starts.
+	schedOpts, err := schedulerOptions(o)
+	if err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -136,10 +149,6 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	schedOpts, err := schedulerOptions(o)
-	if err != nil {
-		return err
-	}
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
@@ -160,7 +169,14 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
-	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism)}
+	if o.extenderMaxReplyBytes <= 0 {
+		return nil, fmt.Errorf("--extender-max-reply-bytes must be positive, got %d", o.extenderMaxReplyBytes)
+	}
+	policy, err := extender.NewPolicy(splitNames(o.allowedExtenderURLPrefixes), o.extenderMaxReplyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", extender.AllowedURLPrefixesFlag, err)
+	}
+	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism), scheduler.WithExtenderPolicy(policy)}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
 	}

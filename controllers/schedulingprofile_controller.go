@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -82,6 +83,8 @@ type extenderFailures struct {
 	generation int64
 	// errs is the failure, per urlPrefix.
 	errs map[string]string
+	// refused are the urlPrefixes whose failure is a refused reply.
+	refused sets.Set[string]
 }
 
 type servedProfile struct {
@@ -266,7 +269,7 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 		return nil, schedulingv1alpha1.ReasonSpecTooLarge, fmt.Sprintf(
 			"Generation %d is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", sp.Generation, len(data), MaxSpecBytes)
 	}
-	exts, err := r.extenderConfigs(ctx, sp.Spec.Extenders)
+	exts, err := r.extenderConfigs(ctx, sp.Name, sp.Spec.Extenders)
 	if err != nil {
 		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
 	}
@@ -293,7 +296,7 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 	if lastName := schedulerNameOf(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
 		return servedProfile{}, false
 	}
-	exts, err := r.extenderConfigs(ctx, last.Extenders)
+	exts, err := r.extenderConfigs(ctx, sp.Name, last.Extenders)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "The extenders of the last valid generation cannot be set up", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
@@ -615,12 +618,12 @@ func eventNote(msg string) string { return truncate(msg, maxEventNote) }
 // defaultCAKey is the key of a CA Secret when caSecretRef names none.
 const defaultCAKey = "ca.crt"
 
-// extenderConfigs turns spec.extenders into upstream's form, with the TLS
-// material read from the Secrets they reference. Upstream's file and
-// inline-data fields are refused: a file path would name the operator's own
-// filesystem, and inline data would publish a key in a cluster-scoped
-// object.
-func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
+// extenderConfigs turns the extenders of profile into upstream's form,
+// with the TLS material read from the Secrets they reference. Upstream's
+// file and inline-data fields are refused: a file path would name the
+// operator's own filesystem, and inline data would publish a key in a
+// cluster-scoped object.
+func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, profile string, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
 	if len(exts) == 0 {
 		return nil, nil
 	}
@@ -646,7 +649,7 @@ func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, exts 
 			cfg.ManagedResources = append(cfg.ManagedResources, configv1.ExtenderManagedResource{Name: m.Name})
 		}
 		if t := e.TLSConfig; t != nil {
-			tls, err := r.extenderTLS(ctx, fmt.Sprintf("extenders[%d].tlsConfig", i), t)
+			tls, err := r.extenderTLS(ctx, fmt.Sprintf("extenders[%d].tlsConfig", i), profile, t)
 			if err != nil {
 				return nil, err
 			}
@@ -657,7 +660,7 @@ func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, exts 
 	return out, nil
 }
 
-func (r *SchedulingProfileReconciler) extenderTLS(ctx context.Context, path string, t *schedulingv1alpha1.ExtenderTLSConfig) (*configv1.ExtenderTLSConfig, error) {
+func (r *SchedulingProfileReconciler) extenderTLS(ctx context.Context, path, profile string, t *schedulingv1alpha1.ExtenderTLSConfig) (*configv1.ExtenderTLSConfig, error) {
 	for _, f := range []struct {
 		name, use string
 		set       bool
@@ -675,38 +678,52 @@ func (r *SchedulingProfileReconciler) extenderTLS(ctx context.Context, path stri
 	}
 	out := &configv1.ExtenderTLSConfig{Insecure: t.Insecure, ServerName: t.ServerName}
 	if ref := t.CertSecretRef; ref != nil {
-		data, err := r.secretData(ctx, ref.Name)
+		data, err := r.extenderSecret(ctx, path+".certSecretRef", profile, ref.Name, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
 		if err != nil {
-			return nil, fmt.Errorf("%s.certSecretRef: %w", path, err)
+			return nil, err
 		}
 		out.CertData, out.KeyData = data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]
-		if len(out.CertData) == 0 || len(out.KeyData) == 0 {
-			return nil, fmt.Errorf("%s.certSecretRef: Secret %s/%s needs both %s and %s", path, r.revisionNamespace, ref.Name, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
-		}
 	}
 	if ref := t.CASecretRef; ref != nil {
-		data, err := r.secretData(ctx, ref.Name)
-		if err != nil {
-			return nil, fmt.Errorf("%s.caSecretRef: %w", path, err)
-		}
 		key := ref.Key
 		if key == "" {
 			key = defaultCAKey
 		}
-		if out.CAData = data[key]; len(out.CAData) == 0 {
-			return nil, fmt.Errorf("%s.caSecretRef: Secret %s/%s has no key %s", path, r.revisionNamespace, ref.Name, key)
+		data, err := r.extenderSecret(ctx, path+".caSecretRef", profile, ref.Name, key)
+		if err != nil {
+			return nil, err
 		}
+		out.CAData = data[key]
 	}
 	return out, nil
 }
 
-// secretData reads a Secret of the operator's namespace from the API
-// server: the manager's client would otherwise cache, and so list and
-// watch, every Secret it may read.
-func (r *SchedulingProfileReconciler) secretData(ctx context.Context, name string) (map[string][]byte, error) {
+// extenderSecret reads the data of a Secret of the operator's namespace
+// that holds TLS material for profile's extenders: labelled for profile
+// (schedulingv1alpha1.ExtenderTLSLabel) and with every key set. Whether
+// the Secret is missing, labelled for no profile or another one, or lacks
+// a key, the error is the same, so that writing profiles tells nothing of
+// the other Secrets of the namespace. It reads from the API server: the
+// manager's client would otherwise cache, and so list and watch, every
+// Secret it may read.
+func (r *SchedulingProfileReconciler) extenderSecret(ctx context.Context, path, profile, name string, keys ...string) (map[string][]byte, error) {
+	unusable := fmt.Errorf("%s: no Secret %s in namespace %s is labelled %s=%s and holds %s",
+		path, name, r.revisionNamespace, schedulingv1alpha1.ExtenderTLSLabel, profile, strings.Join(keys, " and "))
 	secret := &corev1.Secret{}
 	if err := r.getUncached(ctx, client.ObjectKey{Namespace: r.revisionNamespace, Name: name}, corev1.SchemeGroupVersion.WithKind("Secret"), secret); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", r.revisionNamespace, name, err)
+		if apierrors.IsNotFound(err) {
+			return nil, unusable
+		}
+		// Not about this Secret: the API server or the operator's rights.
+		return nil, fmt.Errorf("%s: reading Secrets of namespace %s: %w", path, r.revisionNamespace, err)
+	}
+	if secret.Labels[schedulingv1alpha1.ExtenderTLSLabel] != profile {
+		return nil, unusable
+	}
+	for _, k := range keys {
+		if len(secret.Data[k]) == 0 {
+			return nil, unusable
+		}
 	}
 	return secret.Data, nil
 }
@@ -744,12 +761,19 @@ func (r *SchedulingProfileReconciler) extenderObserver(objName string, generatio
 			r.mu.Unlock()
 			return
 		case !ok || f.generation < generation:
-			f = extenderFailures{generation: generation, errs: map[string]string{}}
+			f = extenderFailures{generation: generation, errs: map[string]string{}, refused: sets.New[string]()}
 		}
-		if err != nil {
+		var refused *extender.ReplyError
+		switch {
+		case errors.As(err, &refused):
 			f.errs[url] = err.Error()
-		} else {
+			f.refused.Insert(url)
+		case err != nil:
+			f.errs[url] = err.Error()
+			f.refused.Delete(url)
+		default:
 			delete(f.errs, url)
+			f.refused.Delete(url)
 		}
 		r.failingExtenders[objName] = f
 		r.mu.Unlock()
@@ -770,10 +794,12 @@ func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *scheduling
 	}
 	r.mu.Lock()
 	var failing []string
+	refused := false
 	if f, ok := r.failingExtenders[sp.Name]; ok && f.generation == served.generation {
 		for _, url := range sets.List(sets.KeySet(f.errs)) {
 			failing = append(failing, fmt.Sprintf("%s: %s", url, f.errs[url]))
 		}
+		refused = f.refused.Len() > 0
 	}
 	r.mu.Unlock()
 	cond := metav1.Condition{
@@ -782,7 +808,13 @@ func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *scheduling
 	}
 	if len(failing) > 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, schedulingv1alpha1.ReasonExtenderUnreachable
-		cond.Message = truncate(fmt.Sprintf("Calls to extenders of generation %d fail; pods they see cannot be scheduled: %s", served.generation, strings.Join(failing, "; ")), maxConditionMessage)
+		summary := "Calls to extenders of generation %d fail; pods they see cannot be scheduled: %s"
+		if refused {
+			// Also for ignorable extenders, whose pods still schedule.
+			cond.Reason = schedulingv1alpha1.ReasonExtenderReplyRefused
+			summary = "Replies of extenders of generation %d were refused, and calls fail: %s"
+		}
+		cond.Message = truncate(fmt.Sprintf(summary, served.generation, strings.Join(failing, "; ")), maxConditionMessage)
 		if old := meta.FindStatusCondition(orig.Status.Conditions, cond.Type); old == nil || old.Status != metav1.ConditionFalse || old.Message != cond.Message {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, cond.Reason, "CallExtender", "%s", eventNote(cond.Message))
 		}

@@ -12,22 +12,25 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 )
 
 func TestExtenderConfigs(t *testing.T) {
+	forProfile := map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "gpu"}
 	tlsSecret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "client"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "client", Labels: forProfile},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")},
 	}
 	caSecret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca", Labels: forProfile},
 		Data:       map[string][]byte{"ca.crt": []byte("ca"), "other.pem": []byte("other")},
 	}
 	elsewhere := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: forProfile},
 		Data:       map[string][]byte{"ca.crt": []byte("not this one")},
 	}
 	f := newProfileFixture(t, nil, tlsSecret, caSecret, elsewhere)
@@ -90,12 +93,12 @@ func TestExtenderConfigs(t *testing.T) {
 		{
 			name:    "a missing Secret",
 			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "absent"}}),
-			wantErr: "extenders[0].tlsConfig.certSecretRef: reading Secret profile-scheduler-system/absent: ",
+			wantErr: "extenders[0].tlsConfig.certSecretRef: no Secret absent in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds tls.crt and tls.key",
 		},
 		{
 			name:    "a CA Secret without the key",
 			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "client"}}),
-			wantErr: "extenders[0].tlsConfig.caSecretRef: Secret profile-scheduler-system/client has no key ca.crt",
+			wantErr: "extenders[0].tlsConfig.caSecretRef: no Secret client in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds ca.crt",
 		},
 		{
 			name: "ignoredByScheduler is refused",
@@ -108,7 +111,7 @@ func TestExtenderConfigs(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.r.extenderConfigs(context.Background(), []schedulingv1alpha1.Extender{tt.in})
+			got, err := f.r.extenderConfigs(context.Background(), "gpu", []schedulingv1alpha1.Extender{tt.in})
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to start with %q", err, tt.wantErr)
@@ -122,6 +125,59 @@ func TestExtenderConfigs(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestExtenderSecretsTellNothing: whatever keeps a Secret from serving a
+// profile, the profile's author reads the same error, so that profiles
+// cannot probe which Secrets the operator's namespace holds, how they are
+// labelled or which keys they have.
+func TestExtenderSecretsTellNothing(t *testing.T) {
+	secret := func(labels map[string]string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca", Labels: labels}, Data: data}
+	}
+	ca := map[string][]byte{"ca.crt": []byte("ca")}
+	const want = "extenders[0].tlsConfig.caSecretRef: no Secret ca in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds ca.crt"
+	for _, tt := range []struct {
+		name   string
+		secret *corev1.Secret
+	}{
+		{name: "missing"},
+		{name: "unlabelled", secret: secret(nil, ca)},
+		{name: "labelled for another profile", secret: secret(map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "other"}, ca)},
+		{name: "without the key", secret: secret(map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "gpu"}, map[string][]byte{"tls.key": []byte("k")})},
+		{name: "with the key empty", secret: secret(map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "gpu"}, map[string][]byte{"ca.crt": nil})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var objs []client.Object
+			if tt.secret != nil {
+				objs = append(objs, tt.secret)
+			}
+			f := newProfileFixture(t, nil, objs...)
+			_, err := f.r.extenderConfigs(t.Context(), "gpu", []schedulingv1alpha1.Extender{{URLPrefix: "https://e", FilterVerb: "filter", EnableHTTPS: true,
+				TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "ca"}}}})
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %v, want %q", err, want)
+			}
+		})
+	}
+}
+
+func TestRefusedExtenderReplyIsReportedInStatus(t *testing.T) {
+	sp := newProfile("p", "", 0, 10)
+	sp.Spec.Extenders = []schedulingv1alpha1.Extender{{URLPrefix: "http://gpu.example", PreemptVerb: "preempt", Ignorable: true}}
+	f := newProfileFixture(t, nil, sp)
+	f.reconcile(t, "p")
+	f.events()
+	f.r.extenderObserver("p", 1)("http://gpu.example", &extender.ReplyError{URL: "http://gpu.example/preempt", Reason: `it names node "elsewhere", which was not a candidate`})
+	f.reconcile(t, "p")
+	want := `Replies of extenders of generation 1 were refused, and calls fail: http://gpu.example: refused the reply of the extender at URL http://gpu.example/preempt: it names node "elsewhere", which was not a candidate`
+	c := meta.FindStatusCondition(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedulingv1alpha1.ReasonExtenderReplyRefused || c.Message != want {
+		t.Fatalf("ExtendersReachable = %+v", c)
+	}
+	if evs := f.events(); len(evs) != 1 || evs[0] != "Warning ExtenderReplyRefused "+want {
+		t.Errorf("events %q", evs)
 	}
 }
 

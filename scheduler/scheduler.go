@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
@@ -72,6 +73,7 @@ type Scheduler struct {
 	parallelism              int
 	percentageOfNodesToScore *int32
 	defaultPlugins           *configv1.Plugins
+	extenderPolicy           extender.Policy
 
 	// logger is the one New was given, for informer handlers, which get no context.
 	logger klog.Logger
@@ -113,6 +115,7 @@ type options struct {
 	parallelism                   int
 	percentageOfNodesToScore      *int32
 	defaultPlugins                *configv1.Plugins
+	extenderPolicy                extender.Policy
 	metrics                       *metrics.Metrics
 	reservedSchedulerNames        []string
 	podInitialBackoff             time.Duration
@@ -194,6 +197,13 @@ func WithAssumedPodTTL(d time.Duration) Option {
 	return func(o *options) { o.assumedPodTTL = d }
 }
 
+// WithExtenderPolicy sets what the profiles' extenders are allowed: the
+// URLs they may be called at and the size of their replies. Without it
+// a profile with extenders does not build.
+func WithExtenderPolicy(p extender.Policy) Option {
+	return func(o *options) { o.extenderPolicy = p }
+}
+
 // WithStalledCycleTimeout sets how long one scheduling cycle may run before
 // CheckLoopProgress fails (DefaultStalledCycleTimeout by default).
 func WithStalledCycleTimeout(d time.Duration) Option {
@@ -237,6 +247,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
 		defaultPlugins:           o.defaultPlugins,
+		extenderPolicy:           o.extenderPolicy,
 		metrics:                  o.metrics,
 		logger:                   logger,
 		profileCtx:               klog.NewContext(context.Background(), logger),
@@ -329,6 +340,7 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithParallelism(s.parallelism),
 		runtime.WithPercentageOfNodesToScore(s.percentageOfNodesToScore),
 		runtime.WithMetrics(s.metrics),
+		runtime.WithExtenderPolicy(s.extenderPolicy),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 )
 
@@ -76,5 +77,14 @@ func TestInformersRunWithoutTheLoop(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("did not stop with its context")
 		}
+	}
+}
+
+// TestExtenderBudgetBelowStallTimeout: what a profile's extenders may take
+// in one cycle stays well below the stalled-cycle timeout, so that a slow
+// extender never makes the liveness check restart the operator.
+func TestExtenderBudgetBelowStallTimeout(t *testing.T) {
+	if 3*extender.MaxCycleTime > DefaultStalledCycleTimeout {
+		t.Errorf("extenders may take %v of a cycle, more than a third of the stalled-cycle timeout %v", extender.MaxCycleTime, DefaultStalledCycleTimeout)
 	}
 }

@@ -86,12 +86,16 @@ type ExtenderTLSConfig struct {
 	ServerName string `json:"serverName,omitempty"`
 	// CertSecretRef names a kubernetes.io/tls Secret in the operator's
 	// namespace whose tls.crt and tls.key are the client certificate and
-	// key presented to the extender.
+	// key presented to the extender. The Secret must carry the label
+	// scheduling.schedprofiles.io/extender-tls with this profile's name as
+	// value.
 	// +optional
 	CertSecretRef *LocalSecretReference `json:"certSecretRef,omitempty"`
 	// CASecretRef names a Secret in the operator's namespace holding the
 	// PEM bundle of CAs trusted to sign the extender's certificate, under
-	// key (ca.crt when unset).
+	// key (ca.crt when unset). The Secret must carry the label
+	// scheduling.schedprofiles.io/extender-tls with this profile's name as
+	// value.
 	// +optional
 	CASecretRef *SecretKeyReference `json:"caSecretRef,omitempty"`
 
@@ -132,12 +136,19 @@ type SecretKeyReference struct {
 	Key string `json:"key,omitempty"`
 }
 
+// ExtenderTLSLabel marks a Secret of the operator's namespace as TLS
+// material of the extenders of one SchedulingProfile: its value is the
+// profile's name. A profile can use no other Secret, so that whoever may
+// write profiles cannot make the operator read the rest of its namespace.
+const ExtenderTLSLabel = "scheduling.schedprofiles.io/extender-tls"
+
 // Condition type and reasons of a profile's extenders.
 const (
 	// ProfileExtendersReachable is set on a profile whose serving instance
 	// has extenders: False while calls to one of its non-ignorable
 	// extenders fail (it cannot be reached, times out or answers with an
-	// HTTP error), True otherwise.
+	// HTTP error), or while the last reply of any of its extenders was
+	// refused, True otherwise.
 	ProfileExtendersReachable = "ExtendersReachable"
 
 	// ReasonExtendersReachable: the last call to every non-ignorable
@@ -146,4 +157,10 @@ const (
 	// ReasonExtenderUnreachable: the last call to a non-ignorable extender
 	// failed; the message names it and says how.
 	ReasonExtenderUnreachable = "ExtenderUnreachable"
+	// ReasonExtenderReplyRefused: the operator refused the last reply of
+	// an extender, ignorable or not, because it was larger than allowed or
+	// reached beyond what the extender was sent (a preempt reply naming a
+	// node that was not a candidate, or a pod not proposed as a victim);
+	// the message names the extender and what was refused.
+	ReasonExtenderReplyRefused = "ExtenderReplyRefused"
 )

@@ -39,6 +39,8 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
@@ -56,6 +58,8 @@ type options struct {
 	qps         float64
 	burst       int
 	retention   time.Duration
+	// extenderURLPrefixes are where profiles' extenders may be called.
+	extenderURLPrefixes string
 }
 
 func main() {
@@ -73,6 +77,7 @@ func main() {
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Queries per second of the operator to the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries of the operator to the API server.")
 	flag.DurationVar(&o.retention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
+	flag.StringVar(&o.extenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), strings.Join(extender.LoopbackURLPrefixes(), ","), "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at, as the operator's flag; by default extenders on this machine, at any port.")
 	// Readable console logs at info level; --zap-log-level=debug shows more.
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -272,10 +277,15 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 	if err != nil {
 		return nil, err
 	}
+	policy, err := extender.NewPolicy(strings.Split(o.extenderURLPrefixes, ","), 0)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    o.retention,
+		Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
 		// The registry the manager serves on /metrics.
 		MetricsRegisterer: ctrlmetrics.Registry,
 	}); err != nil {

@@ -13,16 +13,19 @@ import (
 )
 
 // New validates a profile's extenders as upstream validates a
-// KubeSchedulerConfiguration's, then builds their clients, in order.
-// observer, if not nil, follows whether the non-ignorable ones can be
-// reached.
-func New(cfgs []configv1.Extender, observer Observer) ([]*Extender, error) {
-	if err := Validate(field.NewPath("extenders"), cfgs).ToAggregate(); err != nil {
+// KubeSchedulerConfiguration's, refuses those policy does not allow, then
+// builds their clients, in order. observer, if not nil, follows whether
+// the non-ignorable ones can be reached, and which replies were refused.
+func New(cfgs []configv1.Extender, policy Policy, observer Observer) ([]*Extender, error) {
+	path := field.NewPath("extenders")
+	errs := Validate(path, cfgs)
+	errs = append(errs, policy.validate(path, cfgs)...)
+	if err := errs.ToAggregate(); err != nil {
 		return nil, err
 	}
 	out := make([]*Extender, 0, len(cfgs))
 	for i := range cfgs {
-		e, err := newExtender(&cfgs[i], observer)
+		e, err := newExtender(&cfgs[i], policy, observer)
 		if err != nil {
 			return nil, fmt.Errorf("extenders[%d]: %w", i, err)
 		}
@@ -34,7 +37,10 @@ func New(cfgs []configv1.Extender, observer Observer) ([]*Extender, error) {
 // Validate is upstream's validateExtenders: a prioritizing extender needs a
 // positive weight, at most one extender binds, and managed resources are
 // distinct extended resource names. It also refuses a negative httpTimeout,
-// which upstream's HTTP client would treat as no timeout at all.
+// which upstream's HTTP client would treat as no timeout at all, and one
+// above MaxHTTPTimeout or adding up to more than MaxCycleTime, which
+// upstream allows but which would let one profile stall the loop every
+// profile shares.
 func Validate(path *field.Path, cfgs []configv1.Extender) field.ErrorList {
 	var errs field.ErrorList
 	binders := 0
@@ -66,7 +72,7 @@ func Validate(path *field.Path, cfgs []configv1.Extender) field.ErrorList {
 	if binders > 1 {
 		errs = append(errs, field.Invalid(path, fmt.Sprintf("found %d extenders implementing bind", binders), "only one extender can implement bind"))
 	}
-	return errs
+	return append(errs, validateTimeouts(path, cfgs)...)
 }
 
 // validateExtendedResourceName is upstream's check of a managed resource.

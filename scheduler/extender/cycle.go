@@ -120,10 +120,12 @@ func Bind(ctx context.Context, exts []*Extender, pod *v1.Pod, node string) (boun
 
 // ProcessPreemption is upstream's callExtenders of preemption: the
 // extenders interested in pod that support preemption narrow the
-// candidates (victims per node) one after the other. A failing extender
-// fails preemption unless it is ignorable; a node left without victims is
-// an error, or dropped for an ignorable extender.
-func ProcessPreemption(ctx context.Context, exts []*Extender, pod *v1.Pod, victims map[string]*extenderv1.Victims, nodeInfos framework.NodeInfoLister) (map[string]*extenderv1.Victims, error) {
+// candidates (victims per node) one after the other, each choosing among
+// what the previous one kept. A failing extender, or one whose reply
+// reaches beyond what it was sent, fails preemption unless it is
+// ignorable; a node left without victims is an error, or dropped for an
+// ignorable extender.
+func ProcessPreemption(ctx context.Context, exts []*Extender, pod *v1.Pod, victims map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
 	logger := klog.FromContext(ctx)
 	for _, e := range exts {
 		if len(victims) == 0 {
@@ -132,7 +134,7 @@ func ProcessPreemption(ctx context.Context, exts []*Extender, pod *v1.Pod, victi
 		if !e.SupportsPreemption() || !e.IsInterested(pod) {
 			continue
 		}
-		got, err := e.ProcessPreemption(ctx, pod, victims, nodeInfos)
+		got, err := e.ProcessPreemption(ctx, pod, victims)
 		if err != nil {
 			if e.IsIgnorable() {
 				logger.V(2).Info("Skipped extender as it returned error and has ignorable flag set", "extender", e.Name(), "err", err)

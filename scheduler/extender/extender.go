@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -36,27 +36,101 @@ type Extender struct {
 	bindVerb         string
 	weight           int64
 	client           *http.Client
+	maxReplyBytes    int64
 	nodeCacheCapable bool
 	managedResources sets.Set[string]
 	ignorable        bool
 
-	// observer, when set, is told when calls to a non-ignorable extender
-	// start or stop failing. mu serializes the transitions so the observer
-	// sees them in the order they happened.
+	// observer, when set, is told when calls start or stop failing: any
+	// failure of a non-ignorable extender, and a refused reply of any
+	// extender. mu serializes the transitions so the observer sees them
+	// in the order they happened, and guards failing and refused.
 	observer Observer
 	mu       sync.Mutex
 	failing  bool
+	refused  bool
 }
 
 // Observer is told that calls to the extender named by urlPrefix started
-// failing (err is the first failure) or succeed again (err is nil). It is
-// called on the calling goroutine, under a lock: it must not block.
+// failing (err is the first failure, a *ReplyError when its reply was
+// refused), fail in another way (a refused reply after other failures, or
+// the reverse) or succeed again (err is nil). It is called on the calling
+// goroutine, under a lock: it must not block.
 type Observer func(urlPrefix string, err error)
+
+// ReplyError is a reply the operator refused: larger than the policy
+// allows, or reaching beyond what the extender was sent (a node that was
+// not a candidate, a victim that was not proposed). The call fails as for
+// any error; unlike other errors it is reported for ignorable extenders
+// too, since the extender misbehaves rather than being down.
+type ReplyError struct {
+	// URL is the call's.
+	URL string
+	// Reason says what was refused.
+	Reason string
+}
+
+func (e *ReplyError) Error() string {
+	return fmt.Sprintf("refused the reply of the extender at URL %s: %s", e.URL, e.Reason)
+}
+
+// maxMessageBytes bounds what of an extender's own text (an error, a
+// reason a node was refused, a node name or UID quoted in an error) goes
+// into statuses, conditions and logs: kept whole, a reply of a few MiB
+// would land in every pod's condition.
+const maxMessageBytes = 1024
+
+// clip shortens s to maxMessageBytes, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	const ellipsis = "..."
+	cut := maxMessageBytes - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// sentFailures keeps the reasons m gives for nodes that were sent,
+// clipped. Reasons for other nodes are dropped, as upstream drops their
+// scores: they would count nodes that do not exist in the pod's
+// unschedulable message.
+func sentFailures(m extenderv1.FailedNodesMap, sent map[string]*framework.NodeInfo) extenderv1.FailedNodesMap {
+	for node, msg := range m {
+		switch {
+		case sent[node] == nil:
+			delete(m, node)
+		case len(msg) > maxMessageBytes:
+			m[node] = clip(msg)
+		}
+	}
+	return m
+}
+
+// maxRedirects is the limit of Go's default redirect policy.
+const maxRedirects = 10
+
+// redirectsWithin is Go's default redirect policy, which upstream's
+// client follows, limited to the URLs policy allows.
+func redirectsWithin(policy Policy) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if !policy.allows(req.URL.String()) {
+			return fmt.Errorf("redirected to %s, which is not under a URL prefix the operator allows", clip(req.URL.String()))
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+}
 
 // newExtender builds the client of one extender. cfg's TLS data fields
 // hold the material the caller resolved (from Secrets); file fields are
-// honoured as upstream does, for callers that have files.
-func newExtender(cfg *configv1.Extender, observer Observer) (*Extender, error) {
+// honoured as upstream does, for callers that have files. The client
+// follows a redirect, as upstream's, only to a URL policy allows.
+func newExtender(cfg *configv1.Extender, policy Policy, observer Observer) (*Extender, error) {
 	timeout := cfg.HTTPTimeout.Duration
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -76,7 +150,8 @@ func newExtender(cfg *configv1.Extender, observer Observer) (*Extender, error) {
 		prioritizeVerb:   cfg.PrioritizeVerb,
 		bindVerb:         cfg.BindVerb,
 		weight:           cfg.Weight,
-		client:           &http.Client{Transport: transport, Timeout: timeout},
+		client:           &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: redirectsWithin(policy)},
+		maxReplyBytes:    policy.MaxReplyBytes(),
 		nodeCacheCapable: cfg.NodeCacheCapable,
 		managedResources: managed,
 		ignorable:        cfg.Ignorable,
@@ -170,15 +245,30 @@ func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.N
 		byName[n.Node().Name] = n
 	}
 	var result extenderv1.ExtenderFilterResult
-	if err := h.send(ctx, h.filterVerb, h.args(pod, nodes), &result); err != nil {
+	err = h.send(ctx, h.filterVerb, h.args(pod, nodes), &result, func() (kerr error) {
+		if result.Error != "" {
+			// The extender's own error, returned below.
+			return nil
+		}
+		feasible, kerr = keptNodes(h.nodeCacheCapable, &result, byName)
+		return kerr
+	})
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	if result.Error != "" {
-		return nil, nil, nil, errors.New(result.Error)
+		return nil, nil, nil, errors.New(clip(result.Error))
 	}
+	return feasible, sentFailures(result.FailedNodes, byName), sentFailures(result.FailedAndUnresolvableNodes, byName), nil
+}
+
+// keptNodes are the nodes a filter reply keeps, as the scheduler's own
+// NodeInfos rather than rebuilt from what the extender echoes back, so
+// that scoring still sees each node's pods. Each must have been sent.
+func keptNodes(nodeCacheCapable bool, result *extenderv1.ExtenderFilterResult, byName map[string]*framework.NodeInfo) ([]*framework.NodeInfo, error) {
 	var names []string
 	switch {
-	case h.nodeCacheCapable && result.NodeNames != nil:
+	case nodeCacheCapable && result.NodeNames != nil:
 		names = *result.NodeNames
 	case result.Nodes != nil:
 		names = make([]string, len(result.Nodes.Items))
@@ -186,17 +276,15 @@ func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.N
 			names[i] = result.Nodes.Items[i].Name
 		}
 	}
-	// The scheduler's own NodeInfos are kept, not rebuilt from what the
-	// extender echoes back, so that scoring still sees each node's pods.
-	feasible = make([]*framework.NodeInfo, len(names))
+	feasible := make([]*framework.NodeInfo, len(names))
 	for i, name := range names {
 		n, ok := byName[name]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("extender %q claims a filtered node %q which is not found in the input node list", h.url, name)
+			return nil, fmt.Errorf("it claims a filtered node %q which is not found in the input node list", clip(name))
 		}
 		feasible[i] = n
 	}
-	return feasible, result.FailedNodes, result.FailedAndUnresolvableNodes, nil
+	return feasible, nil
 }
 
 // Prioritize asks the extender to score nodes for pod (0 to
@@ -211,7 +299,7 @@ func (h *Extender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*framewo
 		return result, 0, nil
 	}
 	var result extenderv1.HostPriorityList
-	if err := h.send(ctx, h.prioritizeVerb, h.args(pod, nodes), &result); err != nil {
+	if err := h.send(ctx, h.prioritizeVerb, h.args(pod, nodes), &result, nil); err != nil {
 		return nil, 0, err
 	}
 	return result, h.weight, nil
@@ -230,11 +318,11 @@ func (h *Extender) Bind(ctx context.Context, pod *v1.Pod, node string) error {
 		Node:         node,
 	}
 	var result extenderv1.ExtenderBindingResult
-	if err := h.send(ctx, h.bindVerb, req, &result); err != nil {
+	if err := h.send(ctx, h.bindVerb, req, &result, nil); err != nil {
 		return err
 	}
 	if result.Error != "" {
-		return errors.New(result.Error)
+		return errors.New(clip(result.Error))
 	}
 	return nil
 }
@@ -261,8 +349,15 @@ func (h *Extender) args(pod *v1.Pod, nodes []*framework.NodeInfo) *extenderv1.Ex
 
 // send POSTs args as JSON to urlPrefix/action and decodes the reply into
 // result. The client's timeout bounds the whole call, body included.
-func (h *Extender) send(ctx context.Context, action string, args, result any) error {
+// check, if not nil, then judges the decoded reply: its error refuses the
+// reply (a *ReplyError).
+func (h *Extender) send(ctx context.Context, action string, args, result any, check func() error) error {
 	err := h.post(ctx, action, args, result)
+	if err == nil && check != nil {
+		if cerr := check(); cerr != nil {
+			err = &ReplyError{URL: callURL(h.url, action), Reason: cerr.Error()}
+		}
+	}
 	if ctx.Err() == nil {
 		// A call the scheduler gave up on says nothing of the extender.
 		h.report(err)
@@ -270,15 +365,26 @@ func (h *Extender) send(ctx context.Context, action string, args, result any) er
 	return err
 }
 
+// report tells the observer when calls start or stop failing. An
+// ignorable extender's failures are skipped, as upstream, so only its
+// refused replies count.
 func (h *Extender) report(err error) {
-	if h.observer == nil || h.ignorable {
+	if h.observer == nil {
 		return
 	}
+	var re *ReplyError
+	refused := errors.As(err, &re)
+	failing := err != nil && (!h.ignorable || refused)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if failing := err != nil; failing != h.failing {
-		h.failing = failing
+	if failing == h.failing && (!failing || refused == h.refused) {
+		return
+	}
+	h.failing, h.refused = failing, failing && refused
+	if failing {
 		h.observer(h.url, err)
+	} else {
+		h.observer(h.url, nil)
 	}
 }
 
@@ -287,7 +393,7 @@ func (h *Extender) post(ctx context.Context, action string, args, result any) er
 	if err != nil {
 		return err
 	}
-	url := strings.TrimRight(h.url, "/") + "/" + action
+	url := callURL(h.url, action)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(out))
 	if err != nil {
 		return err
@@ -305,7 +411,19 @@ func (h *Extender) post(ctx context.Context, action string, args, result any) er
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("failed %v with extender at URL %v, code %v", action, url, resp.StatusCode)
 	}
-	return json.NewDecoder(resp.Body).Decode(result)
+	// Upstream decodes replies of any size. A reply needs no more room
+	// than the request (a filter reply echoes at most the nodes sent)
+	// plus the policy's margin; beyond that it is refused before it is
+	// read whole.
+	limit := int64(len(out)) + h.maxReplyBytes
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, limit)).Decode(result); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return &ReplyError{URL: url, Reason: fmt.Sprintf("it is larger than %d bytes, the request's %d and the %d more the operator allows", limit, len(out), h.maxReplyBytes)}
+		}
+		return err
+	}
+	return nil
 }
 
 // Close releases the extender's idle connections.
@@ -314,10 +432,10 @@ func (h *Extender) Close() {
 }
 
 // ProcessPreemption sends the preemption candidates (victims per node) to
-// the extender, which returns those it accepts, possibly with other
-// victims. A nodeCacheCapable extender gets and returns pod UIDs only; the
-// reply is always turned back into pods of the scheduler's snapshot.
-func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims map[string]*extenderv1.Victims, nodeInfos framework.NodeInfoLister) (map[string]*extenderv1.Victims, error) {
+// the extender, which returns those it accepts, possibly with fewer
+// victims. A nodeCacheCapable extender gets pod UIDs only; the reply, UIDs
+// always, is turned back into the pods sent.
+func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
 	if !h.SupportsPreemption() {
 		return nil, fmt.Errorf("preempt verb is not defined for extender %v but run into ProcessPreemption", h.url)
 	}
@@ -328,37 +446,55 @@ func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims m
 		args.NodeNameToVictims = victims
 	}
 	var result extenderv1.ExtenderPreemptionResult
-	if err := h.send(ctx, h.preemptVerb, args, &result); err != nil {
+	var chosen map[string]*extenderv1.Victims
+	err := h.send(ctx, h.preemptVerb, args, &result, func() (cerr error) {
+		chosen, cerr = chosenVictims(result.NodeNameToMetaVictims, victims)
+		return cerr
+	})
+	if err != nil {
 		return nil, err
 	}
-	return h.toVictims(result.NodeNameToMetaVictims, nodeInfos)
+	return chosen, nil
 }
 
-// toVictims resolves the extender's pod UIDs to the pods on each node.
-func (h *Extender) toVictims(meta map[string]*extenderv1.MetaVictims, nodeInfos framework.NodeInfoLister) (map[string]*extenderv1.Victims, error) {
-	out := map[string]*extenderv1.Victims{}
+// chosenVictims resolves the extender's choice to pods, among the
+// candidates it was sent only: each node must be one of them, and each
+// victim one proposed for that node. Upstream resolves any pod of any
+// node in the snapshot, so a reply could have the scheduler delete pods
+// the dry run never chose, of any priority and namespace. A node with
+// no victims is kept with none, for the caller to refuse or drop.
+func chosenVictims(meta map[string]*extenderv1.MetaVictims, sent map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
+	out := make(map[string]*extenderv1.Victims, len(meta))
 	for nodeName, mv := range meta {
-		ni, err := nodeInfos.Get(nodeName)
-		if err != nil {
-			return nil, err
+		proposed, ok := sent[nodeName]
+		if !ok {
+			return nil, fmt.Errorf("it names node %q, which was not a candidate", clip(nodeName))
 		}
-		v := &extenderv1.Victims{Pods: []*v1.Pod{}, NumPDBViolations: mv.NumPDBViolations}
-		for _, mp := range mv.Pods {
-			p := podByUID(ni, mp.UID)
-			if p == nil {
-				return nil, fmt.Errorf("extender: %v claims to preempt pod (UID: %v) on node: %v, but the pod is not found on that node", h.url, mp, nodeName)
+		v := &extenderv1.Victims{Pods: []*v1.Pod{}}
+		if mv != nil {
+			v.NumPDBViolations = mv.NumPDBViolations
+			for _, mp := range mv.Pods {
+				var p *v1.Pod
+				uid := ""
+				if mp != nil {
+					uid = mp.UID
+					p = podByUID(proposed.Pods, uid)
+				}
+				if p == nil {
+					return nil, fmt.Errorf("it names pod UID %q on node %q, which was not proposed as a victim there", clip(uid), nodeName)
+				}
+				v.Pods = append(v.Pods, p)
 			}
-			v.Pods = append(v.Pods, p)
 		}
 		out[nodeName] = v
 	}
 	return out, nil
 }
 
-func podByUID(ni *framework.NodeInfo, uid string) *v1.Pod {
-	for _, pi := range ni.Pods {
-		if string(pi.Pod.UID) == uid {
-			return pi.Pod
+func podByUID(pods []*v1.Pod, uid string) *v1.Pod {
+	for _, p := range pods {
+		if string(p.UID) == uid {
+			return p
 		}
 	}
 	return nil

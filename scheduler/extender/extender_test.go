@@ -96,9 +96,19 @@ func names(nodes []*framework.NodeInfo) []string {
 	return out
 }
 
+// loopback allows the extenders tests serve on loopback.
+func loopback(t *testing.T) Policy {
+	t.Helper()
+	p, err := NewPolicy(LoopbackURLPrefixes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func build(t *testing.T, cfgs ...configv1.Extender) []*Extender {
 	t.Helper()
-	exts, err := New(cfgs, nil)
+	exts, err := New(cfgs, loopback(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +272,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestDefaultTimeout(t *testing.T) {
-	e, err := newExtender(&configv1.Extender{URLPrefix: "http://127.0.0.1:1"}, nil)
+	e, err := newExtender(&configv1.Extender{URLPrefix: "http://127.0.0.1:1"}, loopback(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,9 +379,24 @@ func TestValidate(t *testing.T) {
 			`extenders[1].managedResources[0].name: Invalid value: "example.com/gpu": duplicate extender managed resource name`},
 		{"timeout", []configv1.Extender{{URLPrefix: "http://e", HTTPTimeout: metav1.Duration{Duration: -time.Second}}},
 			`extenders[0].httpTimeout: Invalid value: "-1s": must not be negative`},
+		{"every verb at the cap", []configv1.Extender{{URLPrefix: "http://e", FilterVerb: "f", PreemptVerb: "p", PrioritizeVerb: "s", Weight: 1, BindVerb: "b",
+			HTTPTimeout: metav1.Duration{Duration: MaxHTTPTimeout}}}, ""},
+		{"timeout above the cap", []configv1.Extender{{URLPrefix: "http://e", FilterVerb: "f", HTTPTimeout: metav1.Duration{Duration: time.Minute}}},
+			`extenders[0].httpTimeout: Invalid value: "1m0s": must be at most 10s: the scheduling loop waits for filter and preempt calls, and a longer wait would hold up every profile`},
+		{"timeouts adding up beyond a cycle's share", []configv1.Extender{
+			{URLPrefix: "http://e", FilterVerb: "f", PreemptVerb: "p", HTTPTimeout: metav1.Duration{Duration: 8 * time.Second}},
+			{URLPrefix: "http://f", FilterVerb: "f", PreemptVerb: "p"},
+			{URLPrefix: "http://e", PrioritizeVerb: "s", Weight: 1, HTTPTimeout: metav1.Duration{Duration: 9 * time.Second}},
+			{URLPrefix: "http://f", PrioritizeVerb: "s", Weight: 1, BindVerb: "b", HTTPTimeout: metav1.Duration{Duration: 10 * time.Second}}},
+			// Filters twice: 2×8+2×5, preempts 8+5, plus the longest prioritize call; bind is off the loop.
+			`extenders: Invalid value: "49s": the extenders' filter calls (twice for a pod with a nominated node) and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than 40s; lower httpTimeout or use fewer extenders`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(tt.cfgs, nil)
+			policy, err := NewPolicy([]string{"http://e", "http://f"}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(tt.cfgs, policy, nil)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("unexpected error %v", err)
@@ -430,7 +455,7 @@ func TestObserver(t *testing.T) {
 		{URLPrefix: srv.URL, FilterVerb: "filter", NodeCacheCapable: true},
 		{URLPrefix: srv.URL + "/ignorable", FilterVerb: "filter", NodeCacheCapable: true, Ignorable: true},
 	}
-	exts, err := New(cfgs, observe)
+	exts, err := New(cfgs, loopback(t), observe)
 	if err != nil {
 		t.Fatal(err)
 	}

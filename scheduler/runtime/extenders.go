@@ -17,6 +17,13 @@ func WithExtenders(cfgs []configv1.Extender) Option {
 	return func(o *frameworkOptions) { o.extenders = cfgs }
 }
 
+// WithExtenderPolicy sets what the operator allows extenders: the URLs
+// they may be called at and the size of their replies. Without it no
+// extender is allowed.
+func WithExtenderPolicy(p extender.Policy) Option {
+	return func(o *frameworkOptions) { o.extenderPolicy = p }
+}
+
 // WithExtenderObserver sets who is told when calls to a non-ignorable
 // extender of the instance start or stop failing.
 func WithExtenderObserver(obs extender.Observer) Option {

@@ -15,7 +15,11 @@ func TestWithExtenders(t *testing.T) {
 		{URLPrefix: "http://127.0.0.1:1/a", FilterVerb: "filter"},
 		{URLPrefix: "http://127.0.0.1:1/b", PrioritizeVerb: "prioritize", Weight: 2},
 	}
-	fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders(cfgs))
+	policy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders(cfgs), WithExtenderPolicy(policy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +52,11 @@ func TestWithExtenders(t *testing.T) {
 }
 
 func TestWithInvalidExtenders(t *testing.T) {
-	_, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders([]configv1.Extender{
+	policy, err := extender.NewPolicy([]string{"http://e", "http://f"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenderPolicy(policy), WithExtenders([]configv1.Extender{
 		{URLPrefix: "http://e", BindVerb: "bind"}, {URLPrefix: "http://f", BindVerb: "bind"},
 	}))
 	var cfgErr *ConfigError
@@ -57,5 +65,13 @@ func TestWithInvalidExtenders(t *testing.T) {
 	}
 	if want := `Extenders: extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind`; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
+	}
+}
+
+func TestExtendersWithoutPolicy(t *testing.T) {
+	_, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithExtenders([]configv1.Extender{{URLPrefix: "http://127.0.0.1:1", FilterVerb: "filter"}}))
+	want := "Extenders: extenders[0].urlPrefix: Forbidden: the operator allows no extenders; a cluster admin allows them by URL prefix with the operator's --allowed-extender-url-prefixes flag"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

@@ -42,6 +42,7 @@ type frameworkOptions struct {
 	globalPercentageOfNodesToScore *int32
 	metrics                        *metrics.Metrics
 	extenders                      []configv1.Extender
+	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
 }
 
@@ -227,7 +228,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if p := profile.PercentageOfNodesToScore; p != nil && (*p < 0 || *p > 100) {
 		return nil, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)}
 	}
-	exts, err := extender.New(o.extenders, o.extenderObserver)
+	exts, err := extender.New(o.extenders, o.extenderPolicy, o.extenderObserver)
 	if err != nil {
 		return nil, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()}
 	}

@@ -508,6 +508,8 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address="+probeAddr,
 		"--reserved-scheduler-names="+corev1.DefaultSchedulerName,
+		// The Extender workload's extender serves on loopback.
+		"--allowed-extender-url-prefixes=http://127.0.0.1",
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +31,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -227,6 +231,7 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		ns, operatorNS string
 		c              client.Client
 		r              *controllers.SchedulingProfileReconciler
+		recorder       *events.FakeRecorder
 	)
 
 	BeforeEach(func(ctx SpecContext) {
@@ -245,7 +250,8 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		build := func(ctx context.Context, p *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
 			return sched.NewFramework(ctx, p, opts...)
 		}
-		r = controllers.NewSchedulingProfileReconciler(c, sched.Profiles(), build, events.NewFakeRecorder(100), nil, controllers.WithRevisionNamespace(operatorNS))
+		recorder = events.NewFakeRecorder(100)
+		r = controllers.NewSchedulingProfileReconciler(c, sched.Profiles(), build, recorder, nil, controllers.WithRevisionNamespace(operatorNS))
 	})
 
 	reconcile := func(ctx context.Context, name string) *schedulingv1alpha1.SchedulingProfile {
@@ -257,6 +263,26 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 	}
 	condition := func(sp *schedulingv1alpha1.SchedulingProfile, t string) *metav1.Condition {
 		return meta.FindStatusCondition(sp.Status.Conditions, t)
+	}
+	// create makes a profile with exts and reconciles it; the profile goes
+	// when the spec ends.
+	create := func(ctx SpecContext, name string, exts ...schedulingv1alpha1.Extender) *schedulingv1alpha1.SchedulingProfile {
+		sp := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1alpha1.SchedulingProfileSpec{Extenders: exts}}
+		Expect(c.Create(ctx, sp)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, sp))).To(Succeed())
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: sp.Name}})
+			Expect(err).NotTo(HaveOccurred())
+		})
+		return reconcile(ctx, name)
+	}
+	// update changes the profile's spec and reconciles it.
+	update := func(ctx SpecContext, name string, change func(*schedulingv1alpha1.SchedulingProfileSpec)) *schedulingv1alpha1.SchedulingProfile {
+		sp := &schedulingv1alpha1.SchedulingProfile{}
+		Expect(c.Get(ctx, types.NamespacedName{Name: name}, sp)).To(Succeed())
+		change(&sp.Spec)
+		Expect(c.Update(ctx, sp)).To(Succeed())
+		return reconcile(ctx, name)
 	}
 
 	It("calls them over TLS with a CA from a Secret, follows changes live and reports an unreachable one", func(ctx SpecContext) {
@@ -280,7 +306,8 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		}))
 		DeferCleanup(srv.Close)
 		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-		Expect(c.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "extender-ca"}, Data: map[string][]byte{"ca.crt": ca}})).To(Succeed())
+		Expect(c.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "extender-ca",
+			Labels: map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "tls-extended"}}, Data: map[string][]byte{"ca.crt": ca}})).To(Succeed())
 
 		// Upstream's extender block, as it would be pasted, plus the CA reference.
 		sp := &schedulingv1alpha1.SchedulingProfile{}
@@ -346,4 +373,248 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 			HaveField("Message", HavePrefix("Generation 1 cannot be built: extenders[0].tlsConfig.certData: not supported in a SchedulingProfile")),
 		))
 	})
+
+	Describe("whose preempt reply reaches beyond the candidates it was sent", func() {
+		var (
+			critical *v1.Pod
+			victims  map[string]*v1.Pod
+			ext      *preemptExtender
+			high     string
+		)
+
+		// ext-a and ext-b are full of pods a priority-10 preemptor may
+		// preempt; ext-c is full with a system-critical pod of kube-system,
+		// which no preemptor of this profile may touch.
+		BeforeEach(func(ctx SpecContext) {
+			var low string
+			low, high = newPriorityClass(ctx, "ext-low-"+ns, 1), newPriorityClass(ctx, "ext-high-"+ns, 10)
+			victims = map[string]*v1.Pod{}
+			for _, n := range []string{"ext-a", "ext-b"} {
+				p := podSpec(ns, "victim-"+n, "unused", "4")
+				p.Spec.NodeName, p.Spec.PriorityClassName = n, low
+				victims[n] = newPod(ctx, p)
+			}
+			critical = podSpec(metav1.NamespaceSystem, "coredns-"+ns, "unused", "4")
+			critical.Spec.NodeName, critical.Spec.PriorityClassName = "ext-c", "system-cluster-critical"
+			critical = newPod(ctx, critical)
+			DeferCleanup(func(ctx SpecContext) {
+				zero := int64(0)
+				Expect(cs.CoreV1().Pods(critical.Namespace).Delete(ctx, critical.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
+			})
+
+			ext = newPreemptExtender()
+			create(ctx, "preempt-extended", schedulingv1alpha1.Extender{URLPrefix: ext.URL, PreemptVerb: "preempt", NodeCacheCapable: true})
+		})
+
+		// preempt has the extender answer with reply, then creates a
+		// preemptor of the profile.
+		preempt := func(ctx SpecContext, name string, reply func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims) {
+			ext.set(reply)
+			preemptor := podSpec(ns, name, "preempt-extended", "2")
+			preemptor.Spec.PriorityClassName = high
+			newPod(ctx, preemptor)
+		}
+
+		// refused waits until the profile and the preemptor say the reply
+		// was refused for why, and checks that no pod was deleted.
+		refused := func(ctx SpecContext, why string) {
+			Eventually(func() *metav1.Condition {
+				return condition(reconcile(ctx, "preempt-extended"), schedulingv1alpha1.ProfileExtendersReachable)
+			}).Should(And(
+				HaveField("Status", metav1.ConditionFalse),
+				HaveField("Reason", schedulingv1alpha1.ReasonExtenderReplyRefused),
+				HaveField("Message", ContainSubstring(ext.URL+"/preempt: "+why)),
+			))
+			Eventually(recorder.Events).Should(Receive(And(HavePrefix("Warning ExtenderReplyRefused "), ContainSubstring(why))))
+			// As upstream, a failed preemption leaves the pod
+			// unschedulable, with the failure in the message.
+			Eventually(getPod(ctx, ns, "preemptor")).Should(WithTransform(podScheduledCondition, And(
+				Not(BeNil()),
+				HaveField("Reason", v1.PodReasonUnschedulable),
+				HaveField("Message", ContainSubstring(why)),
+			)))
+			for _, p := range append([]*v1.Pod{critical}, victims["ext-a"], victims["ext-b"]) {
+				Expect(getPod(ctx, p.Namespace, p.Name)()).To(HaveField("DeletionTimestamp", BeNil()), "pod %s/%s", p.Namespace, p.Name)
+			}
+		}
+
+		It("refuses a node that was not a candidate, and then lets the extender choose among the candidates, as upstream", func(ctx SpecContext) {
+			preempt(ctx, "preemptor", func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+				return map[string]*extenderv1.MetaVictims{"ext-c": {Pods: []*extenderv1.MetaPod{{UID: string(critical.UID)}}}}
+			})
+			refused(ctx, `it names node "ext-c", which was not a candidate`)
+
+			// The refused pod waits for a cluster event, as upstream; a
+			// new preemptor is tried at once.
+			zero := int64(0)
+			Expect(cs.CoreV1().Pods(ns).Delete(ctx, "preemptor", metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
+			preempt(ctx, "second-preemptor", func(sent map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+				return map[string]*extenderv1.MetaVictims{"ext-b": sent["ext-b"]}
+			})
+			Eventually(getPod(ctx, ns, "second-preemptor")).Should(HaveField("Status.NominatedNodeName", "ext-b"))
+			Eventually(func() (*v1.Pod, error) {
+				p, err := getPod(ctx, ns, "victim-ext-b")()
+				if apierrors.IsNotFound(err) {
+					return &v1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}}}, nil
+				}
+				return p, err
+			}).Should(HaveField("DeletionTimestamp", Not(BeNil())))
+			Expect(getPod(ctx, ns, "victim-ext-a")()).To(HaveField("DeletionTimestamp", BeNil()))
+			Expect(getPod(ctx, critical.Namespace, critical.Name)()).To(HaveField("DeletionTimestamp", BeNil()))
+			Eventually(func() *metav1.Condition {
+				return condition(reconcile(ctx, "preempt-extended"), schedulingv1alpha1.ProfileExtendersReachable)
+			}).Should(HaveField("Status", metav1.ConditionTrue))
+		})
+
+		It("refuses a pod that was not proposed as a victim on a candidate node", func(ctx SpecContext) {
+			preempt(ctx, "preemptor", func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims {
+				return map[string]*extenderv1.MetaVictims{"ext-a": {Pods: []*extenderv1.MetaPod{{UID: string(critical.UID)}}}}
+			})
+			refused(ctx, fmt.Sprintf(`it names pod UID %q on node "ext-a", which was not proposed as a victim there`, critical.UID))
+		})
+	})
+
+	It("refuses a reply larger than allowed without reading it whole", func(ctx SpecContext) {
+		const huge = 128 << 20
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		flood := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"error":"`))
+			for range huge / len(chunk) {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			_, _ = w.Write([]byte(`"}`))
+		}))
+		DeferCleanup(flood.Close)
+		create(ctx, "flooded", schedulingv1alpha1.Extender{URLPrefix: flood.URL, FilterVerb: "filter", NodeCacheCapable: true})
+
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		newPod(ctx, podSpec(ns, "flooded", "flooded", "100m"))
+		Eventually(getPod(ctx, ns, "flooded")).Should(WithTransform(podScheduledCondition, And(
+			Not(BeNil()),
+			HaveField("Reason", v1.PodReasonSchedulerError),
+			HaveField("Message", MatchRegexp(`/filter: it is larger than \d+ bytes, the request's \d+ and the %d more the operator allows$`, extender.DefaultMaxReplyBytes)),
+		)))
+		goruntime.ReadMemStats(&after)
+		// Read whole, the reply and the error made of it would take over
+		// 256 MiB.
+		Expect(after.TotalAlloc - before.TotalAlloc).To(BeNumerically("<", 64<<20))
+		Eventually(func() *metav1.Condition {
+			return condition(reconcile(ctx, "flooded"), schedulingv1alpha1.ProfileExtendersReachable)
+		}).Should(And(
+			HaveField("Reason", schedulingv1alpha1.ReasonExtenderReplyRefused),
+			HaveField("Message", ContainSubstring("it is larger than")),
+		))
+	})
+
+	It("refuses an httpTimeout that could stall the loop, and a URL the operator does not allow, while the last valid generation serves", func(ctx SpecContext) {
+		ext := newExtenderServer("ext-b")
+		sp := create(ctx, "guarded", schedulingv1alpha1.Extender{URLPrefix: ext.URL, FilterVerb: "filter"})
+		Expect(condition(sp, schedulingv1alpha1.ProfileAccepted)).To(HaveField("Status", metav1.ConditionTrue))
+
+		sp = update(ctx, "guarded", func(spec *schedulingv1alpha1.SchedulingProfileSpec) {
+			spec.Extenders[0].HTTPTimeout = metav1.Duration{Duration: 5 * time.Minute}
+		})
+		Expect(condition(sp, schedulingv1alpha1.ProfileAccepted)).To(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", `Generation 2 cannot be built: Extenders: extenders[0].httpTimeout: Invalid value: "5m0s": must be at most 10s: the scheduling loop waits for filter and preempt calls, and a longer wait would hold up every profile`),
+		))
+
+		sp = update(ctx, "guarded", func(spec *schedulingv1alpha1.SchedulingProfileSpec) {
+			spec.Extenders[0].HTTPTimeout = metav1.Duration{}
+			spec.Extenders[0].URLPrefix = "http://gpu-extender.kube-system.svc:8888/scheduler"
+		})
+		Expect(condition(sp, schedulingv1alpha1.ProfileAccepted)).To(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", ContainSubstring("extenders[0].urlPrefix: Forbidden: http://gpu-extender.kube-system.svc:8888/scheduler is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=http://127.0.0.1,")),
+		))
+		Expect(condition(sp, schedulingv1alpha1.ProfileActive)).To(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", "Generation 1, the last valid one, keeps serving schedulerName guarded"),
+		))
+		newPod(ctx, podSpec(ns, "guarded", "guarded", "100m"))
+		Eventually(getPod(ctx, ns, "guarded")).Should(WithTransform(nodeName, Equal("ext-b")))
+	})
+
+	It("says the same of an unlabelled Secret, one labelled for another profile, one without the key and a missing one", func(ctx SpecContext) {
+		ca := "-----BEGIN CERTIFICATE-----\n"
+		sp := create(ctx, "tls-probe", schedulingv1alpha1.Extender{URLPrefix: "https://127.0.0.1:1", FilterVerb: "filter", EnableHTTPS: true,
+			TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "probed"}}})
+		refusal := func(sp *schedulingv1alpha1.SchedulingProfile) string {
+			cond := condition(sp, schedulingv1alpha1.ProfileAccepted)
+			Expect(cond).To(HaveField("Status", metav1.ConditionFalse))
+			_, msg, found := strings.Cut(cond.Message, "cannot be built: ")
+			Expect(found).To(BeTrue(), cond.Message)
+			return msg
+		}
+		missing := refusal(sp)
+		Expect(missing).To(Equal(fmt.Sprintf("extenders[0].tlsConfig.caSecretRef: no Secret probed in namespace %s is labelled %s=tls-probe and holds ca.crt", operatorNS, schedulingv1alpha1.ExtenderTLSLabel)))
+
+		secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "probed"}, Data: map[string][]byte{"ca.crt": []byte(ca)}}
+		Expect(c.Create(ctx, secret)).To(Succeed())
+		for _, change := range []func(*v1.Secret){
+			func(*v1.Secret) {}, // unlabelled
+			func(s *v1.Secret) {
+				s.Labels = map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "another-profile"}
+			},
+			func(s *v1.Secret) {
+				s.Labels = map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "tls-probe"}
+				s.Data = map[string][]byte{"tls.crt": []byte(ca)}
+			},
+		} {
+			Expect(c.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			change(secret)
+			Expect(c.Update(ctx, secret)).To(Succeed())
+			// A spec change has the profile read its Secrets again.
+			sp = update(ctx, "tls-probe", func(spec *schedulingv1alpha1.SchedulingProfileSpec) { spec.Extenders[0].FilterVerb += "x" })
+			Expect(refusal(sp)).To(Equal(missing))
+		}
+	})
 })
+
+// preemptExtender answers preempt calls with what its reply function
+// makes of the candidates it was sent.
+type preemptExtender struct {
+	*httptest.Server
+	mu    sync.Mutex
+	reply func(sent map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims
+}
+
+func newPreemptExtender() *preemptExtender {
+	e := &preemptExtender{}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer GinkgoRecover()
+		var args extenderv1.ExtenderPreemptionArgs
+		Expect(json.NewDecoder(r.Body).Decode(&args)).To(Succeed())
+		e.mu.Lock()
+		reply := e.reply
+		e.mu.Unlock()
+		res := extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: args.NodeNameToMetaVictims}
+		if reply != nil {
+			res.NodeNameToMetaVictims = reply(args.NodeNameToMetaVictims)
+		}
+		Expect(json.NewEncoder(w).Encode(res)).To(Succeed())
+	}))
+	DeferCleanup(e.Close)
+	return e
+}
+
+func (e *preemptExtender) set(reply func(map[string]*extenderv1.MetaVictims) map[string]*extenderv1.MetaVictims) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reply = reply
+}
+
+// newPriorityClass creates a PriorityClass that goes when the spec ends.
+func newPriorityClass(ctx context.Context, name string, value int32) string {
+	pc, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(cs.SchedulingV1().PriorityClasses().Delete(ctx, pc.Name, metav1.DeleteOptions{})).To(Succeed())
+	})
+	return pc.Name
+}

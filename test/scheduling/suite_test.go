@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -61,7 +62,11 @@ var _ = BeforeSuite(func() {
 	metricsRegistry = prometheus.NewRegistry()
 	m, err := metrics.New(metricsRegistry)
 	Expect(err).NotTo(HaveOccurred())
-	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m))
+	// The extenders the suite serves run on loopback.
+	extenders, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
+	Expect(err).NotTo(HaveOccurred())
+	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m),
+		scheduler.WithExtenderPolicy(extenders))
 	Expect(err).NotTo(HaveOccurred())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()

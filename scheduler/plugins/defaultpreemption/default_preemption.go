@@ -309,7 +309,7 @@ func (pl *defaultPreemption) callExtenders(ctx context.Context, pod *v1.Pod, can
 	for _, c := range candidates {
 		victims[c.name] = &extenderv1.Victims{Pods: c.victims, NumPDBViolations: c.numPDBViolations}
 	}
-	victims, err := extender.ProcessPreemption(ctx, exts, pod, victims, pl.fh.SnapshotSharedLister().NodeInfos())
+	victims, err := extender.ProcessPreemption(ctx, exts, pod, victims)
 	if err != nil {
 		return nil, err
 	}

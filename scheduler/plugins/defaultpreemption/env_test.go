@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
@@ -143,6 +144,11 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	}
 	cs := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(cs, 0)
+	// The test extenders serve on loopback.
+	extenderPolicy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	for _, p := range cfg.pods {
 		if err := factory.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
 			tb.Fatal(err)
@@ -204,7 +210,8 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		runtime.WithPodNominator(e.nominator),
 		runtime.WithPodActivator(e.activator),
 		runtime.WithParallelism(cfg.parallelism),
-		runtime.WithExtenders(cfg.extenders))
+		runtime.WithExtenders(cfg.extenders),
+		runtime.WithExtenderPolicy(extenderPolicy))
 	tb.Cleanup(e.pl.inFlight.Wait)
 	return e
 }

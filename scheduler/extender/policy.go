@@ -1,0 +1,224 @@
+package extender
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+)
+
+// AllowedURLPrefixesFlag is the operator flag that sets
+// Policy.AllowedURLPrefixes; messages name it so that whoever reads a
+// refusal learns who can lift it.
+const AllowedURLPrefixesFlag = "--allowed-extender-url-prefixes"
+
+// DefaultMaxReplyBytes is how many bytes a reply may have beyond the size
+// of the request it answers, unless the policy says otherwise.
+const DefaultMaxReplyBytes = 4 << 20
+
+// MaxHTTPTimeout bounds an extender's httpTimeout, and MaxCycleTime what
+// a profile's extenders may take together in one scheduling cycle: the
+// filter calls one after the other, twice for a pod with a nominated node
+// (tried alone first, as upstream), the preempt calls one after the
+// other, and the longest of the concurrent prioritize calls. One extender
+// with every verb at MaxHTTPTimeout fits. Both stay well below the
+// scheduling loop's stalled-cycle timeout (two minutes), after which the
+// liveness check restarts the operator: one slow extender must not
+// restart the leader, and then the standby that calls it next.
+const (
+	MaxHTTPTimeout = 10 * time.Second
+	MaxCycleTime   = 40 * time.Second
+)
+
+// Policy is what the cluster admin, through the operator's flags, lets
+// any profile's extenders do. The zero Policy allows no extender at all.
+type Policy struct {
+	allowed       []*url.URL
+	maxReplyBytes int64
+}
+
+// NewPolicy allows extenders at the given URL prefixes (empty ones are
+// skipped), with replies of at most maxReplyBytes beyond their request (0
+// means DefaultMaxReplyBytes). A prefix is an absolute http or https URL: a
+// call's URL must have its scheme and host, its port if it names one (any
+// port of the host otherwise), and a path under its path at a "/".
+func NewPolicy(allowedURLPrefixes []string, maxReplyBytes int64) (Policy, error) {
+	if maxReplyBytes < 0 {
+		return Policy{}, fmt.Errorf("the largest extender reply must not be negative, got %d", maxReplyBytes)
+	}
+	if maxReplyBytes == 0 {
+		maxReplyBytes = DefaultMaxReplyBytes
+	}
+	p := Policy{maxReplyBytes: maxReplyBytes}
+	for _, s := range allowedURLPrefixes {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err == nil {
+			err = checkPrefix(u)
+		}
+		if err != nil {
+			return Policy{}, fmt.Errorf("allowed extender URL prefix %q: %w", s, err)
+		}
+		u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		p.allowed = append(p.allowed, u)
+	}
+	return p, nil
+}
+
+func checkPrefix(u *url.URL) error {
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must start with http:// or https://")
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("must name a host")
+	case u.User != nil:
+		return errors.New("must not carry credentials")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return errors.New("must not have a query or a fragment")
+	case hasDotSegment(u.Path):
+		return errors.New(`must not have "." or ".." path segments`)
+	}
+	return nil
+}
+
+// AllowedURLPrefixes returns the prefixes the policy allows, for messages.
+func (p Policy) AllowedURLPrefixes() []string {
+	out := make([]string, len(p.allowed))
+	for i, u := range p.allowed {
+		out[i] = u.String()
+	}
+	return out
+}
+
+// MaxReplyBytes is how many bytes a reply may have beyond its request.
+func (p Policy) MaxReplyBytes() int64 {
+	if p.maxReplyBytes == 0 {
+		return DefaultMaxReplyBytes
+	}
+	return p.maxReplyBytes
+}
+
+// allows reports whether a call to raw is allowed.
+func (p Policy) allows(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || hasDotSegment(u.Path) {
+		// Credentials could hide the host from a reader; dot segments
+		// could leave the prefix's path once a server cleans them.
+		return false
+	}
+	for _, a := range p.allowed {
+		if a.Scheme != strings.ToLower(u.Scheme) || !sameHost(a, u) {
+			continue
+		}
+		if a.Path == "" || u.Path == a.Path || strings.HasPrefix(u.Path, a.Path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sameHost: the allowed host, and its port when it names one.
+func sameHost(allowed, u *url.URL) bool {
+	if allowed.Port() != "" {
+		return allowed.Host == strings.ToLower(u.Host)
+	}
+	return allowed.Hostname() == strings.ToLower(u.Hostname())
+}
+
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// validate refuses extenders the policy does not allow: every URL the
+// operator would call (urlPrefix and urlPrefix/verb for each verb) must be
+// under an allowed prefix.
+func (p Policy) validate(path *field.Path, cfgs []configv1.Extender) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cfgs {
+		e := &cfgs[i]
+		if e.URLPrefix == "" {
+			continue
+		}
+		fp := path.Index(i).Child("urlPrefix")
+		if len(p.allowed) == 0 {
+			errs = append(errs, field.Forbidden(fp, fmt.Sprintf(
+				"the operator allows no extenders; a cluster admin allows them by URL prefix with the operator's %s flag", AllowedURLPrefixesFlag)))
+			continue
+		}
+		for _, u := range append([]string{e.URLPrefix}, callURLs(e)...) {
+			if !p.allows(u) {
+				errs = append(errs, field.Forbidden(fp, fmt.Sprintf("%s is not under a URL prefix the operator allows (%s=%s)",
+					clip(u), AllowedURLPrefixesFlag, strings.Join(p.AllowedURLPrefixes(), ","))))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// callURLs are the URLs the extender's verbs are called at.
+func callURLs(e *configv1.Extender) []string {
+	var out []string
+	for _, verb := range []string{e.FilterVerb, e.PreemptVerb, e.PrioritizeVerb, e.BindVerb} {
+		if verb != "" {
+			out = append(out, callURL(e.URLPrefix, verb))
+		}
+	}
+	return out
+}
+
+// callURL is upstream's: urlPrefix without trailing slashes, "/", verb.
+func callURL(prefix, verb string) string {
+	return strings.TrimRight(prefix, "/") + "/" + verb
+}
+
+// validateTimeouts bounds each httpTimeout by MaxHTTPTimeout and what the
+// extenders may take in one scheduling cycle by MaxCycleTime.
+func validateTimeouts(path *field.Path, cfgs []configv1.Extender) field.ErrorList {
+	var errs field.ErrorList
+	var sequential, longestPrioritize time.Duration
+	for i := range cfgs {
+		e := &cfgs[i]
+		d := e.HTTPTimeout.Duration
+		if d > MaxHTTPTimeout {
+			errs = append(errs, field.Invalid(path.Index(i).Child("httpTimeout"), d.String(), fmt.Sprintf(
+				"must be at most %v: the scheduling loop waits for filter and preempt calls, and a longer wait would hold up every profile", MaxHTTPTimeout)))
+			continue
+		}
+		if d <= 0 {
+			d = DefaultTimeout
+		}
+		if e.FilterVerb != "" {
+			sequential += 2 * d
+		}
+		if e.PreemptVerb != "" {
+			sequential += d
+		}
+		if e.PrioritizeVerb != "" {
+			longestPrioritize = max(longestPrioritize, d)
+		}
+	}
+	if total := sequential + longestPrioritize; len(errs) == 0 && total > MaxCycleTime {
+		errs = append(errs, field.Invalid(path, total.String(), fmt.Sprintf(
+			"the extenders' filter calls (twice for a pod with a nominated node) and preempt calls, one after the other, and their longest prioritize call may take this long in one scheduling cycle, more than %v; lower httpTimeout or use fewer extenders", MaxCycleTime)))
+	}
+	return errs
+}
+
+// LoopbackURLPrefixes are the prefixes of extenders on the operator's own
+// host, at any port: what a local run and tests allow.
+func LoopbackURLPrefixes() []string {
+	return []string{"http://127.0.0.1", "https://127.0.0.1", "http://[::1]", "https://[::1]", "http://localhost", "https://localhost"}
+}
