@@ -110,6 +110,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := operator.MetricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, o.profiling)
+	if err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -117,10 +121,6 @@ func run(o options) error {
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
 
-	metrics, err := operator.MetricsServer(o.metricsAddr, o.metricsSecure, o.metricsCertDir, o.profiling)
-	if err != nil {
-		return err
-	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metrics,
