@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -395,13 +396,49 @@ func (r *SchedulingProfileReconciler) setConditions(sp *schedulingv1alpha1.Sched
 	})
 }
 
-// patchStatus writes status only when it changed, so re-applying the same
-// manifest causes no churn.
+// patchStatus writes the status fields the reconciler owns, as sp has
+// them, only when they differ from orig's, so re-applying the same manifest
+// causes no churn. It applies them as the field manager
+// profile-scheduler-profiles: conditions of other types stay with their
+// writers, even ones the reconciler's cached orig does not show yet.
 func (r *SchedulingProfileReconciler) patchStatus(ctx context.Context, orig, sp *schedulingv1alpha1.SchedulingProfile) error {
-	if equality.Semantic.DeepEqual(orig.Status, sp.Status) {
+	want := sp.Status.DeepCopy()
+	want.Conditions, _ = splitConditions(want.Conditions, ownsProfileCondition)
+	for i := range want.Conditions {
+		// Stored times have whole seconds; so has what is compared with
+		// them, or the status as stored would never show want.
+		want.Conditions[i].LastTransitionTime = want.Conditions[i].LastTransitionTime.Rfc3339Copy()
+	}
+	if profileShows(orig.Status, *want) {
 		return nil
 	}
-	return r.client.Status().Patch(ctx, sp, client.MergeFrom(orig))
+	stored := &schedulingv1alpha1.SchedulingProfile{}
+	return applyStatus(ctx, r.client, profileFieldManager, sp, want, stored,
+		func() bool { return profileShows(stored.Status, *want) },
+		func() {
+			_, others := splitConditions(stored.Status.Conditions, ownsProfileCondition)
+			want.DeepCopyInto(&stored.Status)
+			stored.Status.Conditions = append(stored.Status.Conditions, others...)
+		})
+}
+
+// profileConditionTypes are the SchedulingProfile condition types the
+// reconciler writes. Other writers may add conditions of other types.
+func profileConditionTypes() [3]string {
+	return [...]string{schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileExtendersReachable}
+}
+
+func ownsProfileCondition(t string) bool {
+	mine := profileConditionTypes()
+	return slices.Contains(mine[:], t)
+}
+
+// profileShows reports whether status got shows want, whose conditions
+// are the reconciler's sorted by type, in every field the reconciler
+// writes.
+func profileShows(got, want schedulingv1alpha1.SchedulingProfileStatus) bool {
+	got.Conditions, _ = splitConditions(got.Conditions, ownsProfileCondition)
+	return equality.Semantic.DeepEqual(got, want)
 }
 
 // schedulerNameOf is the schedulerName a profile claims: spec.schedulerName,

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -82,6 +83,8 @@ type profileFixture struct {
 	reserved []string
 	// built is every instance the BuildFunc returned, in order.
 	built []*builtFramework
+	// statusWrites counts the reconcilers' status applies and patches.
+	statusWrites int
 }
 
 func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *profileFixture {
@@ -90,9 +93,19 @@ func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
 	f := &profileFixture{
-		client:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&schedulingv1alpha1.SchedulingProfile{}).Build(),
 		reserved: reserved,
 	}
+	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&schedulingv1alpha1.SchedulingProfile{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				f.statusWrites++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+				f.statusWrites++
+				return c.SubResource(sub).Apply(ctx, obj, opts...)
+			},
+		}).Build()
 	f.restart()
 	return f
 }
@@ -650,6 +663,30 @@ func TestInvalidUpdateRestoresTheLastValidGenerationAfterARestart(t *testing.T) 
 				t.Errorf("events %q, want none", evs)
 			}
 		})
+	}
+}
+
+func TestStatusIsWrittenOnceWhenItChanges(t *testing.T) {
+	f := newProfileFixture(t, nil, newProfile("p", "", 0, 10))
+	for _, step := range []struct {
+		name   string
+		change func()
+		want   int
+	}{
+		{name: "a new profile", want: 1},
+		{name: "nothing changed", want: 0},
+		{name: "a refused update", change: func() {
+			f.update(t, "p", schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: unknownPlugin}}}}})
+		}, want: 1},
+	} {
+		if step.change != nil {
+			step.change()
+		}
+		before := f.statusWrites
+		f.reconcile(t, "p")
+		if got := f.statusWrites - before; got != step.want {
+			t.Errorf("%s: %d status writes, want %d", step.name, got, step.want)
+		}
 	}
 }
 

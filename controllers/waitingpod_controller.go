@@ -306,8 +306,11 @@ func decided(decision schedulingv1alpha1.Decision) string {
 // been resolved for the retention time.
 func (r *WaitingPodReconciler) expire(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, why string) (ctrl.Result, error) {
 	since := wp.CreationTimestamp.Time
+	mine := mirrorConditionTypes()
 	for _, c := range wp.Status.Conditions {
-		if c.LastTransitionTime.After(since) {
+		// Only the operator's conditions say when the wait was resolved:
+		// another writer's, kept fresh, must not keep the WaitingPod.
+		if c.LastTransitionTime.After(since) && slices.Contains(mine[:], c.Type) {
 			since = c.LastTransitionTime.Time
 		}
 	}

@@ -360,8 +360,10 @@ func TestReconcileExpiresWaitingPodsOfPodsNotPending(t *testing.T) {
 		name string
 		// pod is what the pod informer shows; nil: nothing.
 		pod *corev1.Pod
-		// resolvedAgo is how long ago the WaitingPod last changed.
+		// resolvedAgo is how long ago the WaitingPod was created.
 		resolvedAgo time.Duration
+		// conditions are in its status.
+		conditions []metav1.Condition
 
 		wantResult ctrl.Result
 		wantGone   bool
@@ -383,13 +385,27 @@ func TestReconcileExpiresWaitingPodsOfPodsNotPending(t *testing.T) {
 		name:        "pod gone just now: kept for the retention",
 		resolvedAgo: 0,
 		wantResult:  ctrl.Result{RequeueAfter: time.Minute},
+	}, {
+		name:        "pod gone, its wait ended just now: kept for the retention",
+		resolvedAgo: time.Hour,
+		conditions: []metav1.Condition{{
+			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionFalse, Reason: reasonAllowed, LastTransitionTime: metav1.Now(),
+		}},
+		wantResult: ctrl.Result{RequeueAfter: time.Minute},
+	}, {
+		name:        "pod gone, resolved long ago, another writer's condition changed just now",
+		resolvedAgo: time.Hour,
+		conditions: []metav1.Condition{{
+			Type: "PolicyChecked", Status: metav1.ConditionTrue, Reason: "Checked", LastTransitionTime: metav1.Now(),
+		}},
+		wantGone: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := klog.NewContext(context.Background(), klog.Background())
 			wp := &schedulingv1alpha1.WaitingPod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", CreationTimestamp: metav1.NewTime(time.Now().Add(-tc.resolvedAgo))},
 				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
-				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
+				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals", Conditions: tc.conditions},
 			}
 			scheme := runtime.NewScheme()
 			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,9 +47,11 @@ const (
 // scheduling cycle never waits on the API server.
 //
 // One writer with a queue that never hands a key to two workers means no
-// write can drop another's condition. Each write sends the whole status, so
-// whatever someone else put there is replaced, and a change by anyone else
-// seen on the WaitingPod is undone. When the queue is long, successive changes
+// write of the operator's can drop another's condition. It writes with
+// server-side apply as the field manager profile-scheduler-waitingpods,
+// which owns every status field but the conditions other writers add:
+// those stay, and a change by anyone else to the mirror's fields seen on
+// the WaitingPod is undone. When the queue is long, successive changes
 // of one pod (held, decided, allowed) are written together: the status
 // follows a pod's wait in fewer writes exactly when the API server is busiest.
 type WaitingPodMirror struct {
@@ -444,16 +445,17 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 			// brings the WaitingPod back here.
 			return err
 		}
-		if equality.Semantic.DeepEqual(wp.Status, want) {
+		if shows(wp.Status, want) {
 			return nil
 		}
 		klog.FromContext(ctx).Info("Restoring WaitingPod status changed by someone else", "waitingPod", key)
 		m.recorder.Eventf(wp, nil, corev1.EventTypeWarning, "StatusRestored", "Sync", "Status changed outside the operator was replaced by what the operator observed")
 	}
-	if err := m.writeStatus(ctx, wp, want); err != nil {
+	stored, err := m.writeStatus(ctx, wp, want)
+	if err != nil {
 		return err
 	}
-	m.wrote(key, rec, wp, &want)
+	m.wrote(key, rec, stored, &want)
 	return nil
 }
 
@@ -481,11 +483,11 @@ func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string,
 // and tells the held pod why it is not shown yet.
 func (m *WaitingPodMirror) showOtherPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, rec *record) error {
 	want := otherPodStatus(wp, rec)
-	if equality.Semantic.DeepEqual(wp.Status, want) {
+	if shows(wp.Status, want) {
 		return nil
 	}
 	marked := meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodPodMismatch)
-	if err := m.writeStatus(ctx, wp, want); err != nil {
+	if _, err := m.writeStatus(ctx, wp, want); err != nil {
 		return err
 	}
 	if !marked {
@@ -554,35 +556,58 @@ func olderThan(a, b string) (bool, error) {
 	return cmp < 0, err
 }
 
-// statusFields are the fields of WaitingPodStatus, each sent in every write:
-// null for one the record leaves empty, so nothing else stays there.
-func statusFields() [8]string {
-	return [...]string{"podUID", "profile", "podGroup", "nodeName", "pendingPlugins", "expires", "message", "conditions"}
+// writeStatus applies status to wp as the mirror's field manager and
+// returns wp as stored. Conditions of other types, which other writers
+// own, stay. A field the mirror writes that someone else holds too (a
+// condition of the mirror's types it does not show, a field it leaves
+// empty) outlives the apply, and goes in a second write: no one but the
+// mirror may say what the scheduler observed. The apply needs no
+// resourceVersion, so a decision written to the spec meanwhile cannot
+// make it conflict.
+func (m *WaitingPodMirror) writeStatus(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, status schedulingv1alpha1.WaitingPodStatus) (*schedulingv1alpha1.WaitingPod, error) {
+	stored := &schedulingv1alpha1.WaitingPod{}
+	err := applyStatus(ctx, m.client, waitingPodFieldManager, wp, status, stored,
+		func() bool { return shows(stored.Status, status) },
+		func() {
+			_, others := splitConditions(stored.Status.Conditions, mirrorOwns(&status))
+			status.DeepCopyInto(&stored.Status)
+			stored.Status.Conditions = append(stored.Status.Conditions, others...)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
-// writeStatus replaces wp's status with status, in a merge patch that names
-// every field: with one writer per WaitingPod there is nothing to merge
-// with, and a patch needs no resourceVersion, so a decision written to the
-// spec meanwhile cannot make it conflict.
-func (m *WaitingPodMirror) writeStatus(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, status schedulingv1alpha1.WaitingPodStatus) error {
-	raw, err := json.Marshal(status)
-	if err != nil {
-		return err
+// mirrorConditionTypes are the WaitingPod condition types the mirror
+// writes. Other writers may add conditions of other types; one of these
+// the mirror does not show is not the scheduler's observation and goes.
+func mirrorConditionTypes() [6]string {
+	return [...]string{
+		schedulingv1alpha1.WaitingPodWaiting, schedulingv1alpha1.WaitingPodDecidable, schedulingv1alpha1.WaitingPodApproved,
+		schedulingv1alpha1.WaitingPodRejected, schedulingv1alpha1.WaitingPodExpired, schedulingv1alpha1.WaitingPodPodMismatch,
 	}
-	fields := map[string]any{}
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return err
+}
+
+// mirrorOwns reports which condition types are the mirror's when it
+// writes want: its own types, and whatever want shows.
+func mirrorOwns(want *schedulingv1alpha1.WaitingPodStatus) func(string) bool {
+	mine := mirrorConditionTypes()
+	return func(t string) bool {
+		return slices.Contains(mine[:], t) || meta.FindStatusCondition(want.Conditions, t) != nil
 	}
-	for _, f := range statusFields() {
-		if _, ok := fields[f]; !ok {
-			fields[f] = nil
-		}
-	}
-	patch, err := json.Marshal(map[string]any{"status": fields})
-	if err != nil {
-		return err
-	}
-	return m.client.Status().Patch(ctx, wp, client.RawPatch(types.MergePatchType, patch))
+}
+
+// shows reports whether status got shows want in every field the mirror
+// writes, whatever the order of the lists the API server merged.
+func shows(got, want schedulingv1alpha1.WaitingPodStatus) bool {
+	owns := mirrorOwns(&want)
+	got.Conditions, _ = splitConditions(got.Conditions, owns)
+	want.Conditions, _ = splitConditions(want.Conditions, owns)
+	byName := func(a, b schedulingv1alpha1.PendingPlugin) int { return strings.Compare(a.Name, b.Name) }
+	got.PendingPlugins = slices.SortedFunc(slices.Values(got.PendingPlugins), byName)
+	want.PendingPlugins = slices.SortedFunc(slices.Values(want.PendingPlugins), byName)
+	return equality.Semantic.DeepEqual(got, want)
 }
 
 func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
