@@ -18,7 +18,12 @@ const AllowedURLPrefixesFlag = "--allowed-extender-url-prefixes"
 
 // DefaultMaxReplyBytes is how many bytes a reply may have beyond the size
 // of the request it answers, unless the policy says otherwise.
-const DefaultMaxReplyBytes = 4 << 20
+// MaxReplyBytesCap bounds a reply whatever its request: a request grows
+// with the nodes sent, and the reply is held whole while it is decoded.
+const (
+	DefaultMaxReplyBytes = 4 << 20
+	MaxReplyBytesCap     = 64 << 20
+)
 
 // MaxHTTPTimeout bounds an extender's httpTimeout, and MaxCycleTime what
 // a profile's extenders may take together in one scheduling cycle: the
@@ -47,8 +52,8 @@ type Policy struct {
 // call's URL must have its scheme and host, its port if it names one (any
 // port of the host otherwise), and a path under its path at a "/".
 func NewPolicy(allowedURLPrefixes []string, maxReplyBytes int64) (Policy, error) {
-	if maxReplyBytes < 0 {
-		return Policy{}, fmt.Errorf("the largest extender reply must not be negative, got %d", maxReplyBytes)
+	if maxReplyBytes < 0 || maxReplyBytes > MaxReplyBytesCap {
+		return Policy{}, fmt.Errorf("the largest extender reply must be between 0 and %d bytes, got %d", MaxReplyBytesCap, maxReplyBytes)
 	}
 	if maxReplyBytes == 0 {
 		maxReplyBytes = DefaultMaxReplyBytes
@@ -95,14 +100,6 @@ func (p Policy) AllowedURLPrefixes() []string {
 		out[i] = u.String()
 	}
 	return out
-}
-
-// MaxReplyBytes is how many bytes a reply may have beyond its request.
-func (p Policy) MaxReplyBytes() int64 {
-	if p.maxReplyBytes == 0 {
-		return DefaultMaxReplyBytes
-	}
-	return p.maxReplyBytes
 }
 
 // allows reports whether a call to raw is allowed.

@@ -75,7 +75,8 @@ func TestNewPolicy(t *testing.T) {
 		{name: "credentials", prefixes: []string{"http://u:p@gpu.svc"}, want: `allowed extender URL prefix "http://u:p@gpu.svc": must not carry credentials`},
 		{name: "a query", prefixes: []string{"http://gpu.svc/?a=b"}, want: `allowed extender URL prefix "http://gpu.svc/?a=b": must not have a query or a fragment`},
 		{name: "dot segments", prefixes: []string{"http://gpu.svc/a/../b"}, want: `allowed extender URL prefix "http://gpu.svc/a/../b": must not have "." or ".." path segments`},
-		{name: "a negative reply size", maxReply: -1, want: "the largest extender reply must not be negative, got -1"},
+		{name: "a negative reply size", maxReply: -1, want: "the largest extender reply must be between 0 and 67108864 bytes, got -1"},
+		{name: "a reply size above the cap", maxReply: MaxReplyBytesCap + 1, want: "the largest extender reply must be between 0 and 67108864 bytes, got 67108865"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewPolicy(tt.prefixes, tt.maxReply)
@@ -85,8 +86,8 @@ func TestNewPolicy(t *testing.T) {
 		})
 	}
 	var zero Policy
-	if zero.MaxReplyBytes() != DefaultMaxReplyBytes || len(zero.AllowedURLPrefixes()) != 0 {
-		t.Errorf("the zero policy allows %v with replies of %d bytes, want nothing and the default", zero.AllowedURLPrefixes(), zero.MaxReplyBytes())
+	if len(zero.AllowedURLPrefixes()) != 0 {
+		t.Errorf("the zero policy allows %v, want nothing", zero.AllowedURLPrefixes())
 	}
 }
 
