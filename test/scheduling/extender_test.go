@@ -530,7 +530,7 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		Expect(condition(sp, schedulingv1alpha1.ProfileAccepted)).To(And(
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1alpha1.ReasonInvalidSpec),
-			HaveField("Message", ContainSubstring("extenders[0].urlPrefix: Forbidden: http://gpu-extender.kube-system.svc:8888/scheduler is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=http://127.0.0.1,")),
+			HaveField("Message", ContainSubstring("extenders[0].urlPrefix: Forbidden: http://gpu-extender.kube-system.svc:8888/scheduler is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=http://127.0.0.1:*,")),
 		))
 		Expect(condition(sp, schedulingv1alpha1.ProfileActive)).To(And(
 			HaveField("Status", metav1.ConditionTrue),
