@@ -130,6 +130,9 @@ func checkPrefix(u *url.URL, anyPort bool) error {
 // them could leave the prefix's path once such a server cleans it.
 const pathRefused = ";\\"
 
+// AllowsAny reports whether the policy allows any extender.
+func (p Policy) AllowsAny() bool { return len(p.allowed) > 0 }
+
 // AllowedURLPrefixes returns the prefixes the policy allows, for messages.
 func (p Policy) AllowedURLPrefixes() []string {
 	out := make([]string, len(p.allowed))
