@@ -87,8 +87,8 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
-	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows every port of its host. Empty refuses every profile with extenders.")
-	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers; a larger reply is refused.")
+	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows its scheme's default port, one whose host ends in :* (http://127.0.0.1:*) every port. Empty refuses every profile with extenders.")
+	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers (at most 64 MiB, and no reply is read past 64 MiB); a larger reply is refused.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -169,8 +169,8 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
-	if o.extenderMaxReplyBytes <= 0 {
-		return nil, fmt.Errorf("--extender-max-reply-bytes must be positive, got %d", o.extenderMaxReplyBytes)
+	if o.extenderMaxReplyBytes <= 0 || o.extenderMaxReplyBytes > extender.MaxReplyBytesCap {
+		return nil, fmt.Errorf("--extender-max-reply-bytes must be between 1 and %d, got %d", extender.MaxReplyBytesCap, o.extenderMaxReplyBytes)
 	}
 	policy, err := extender.NewPolicy(splitNames(o.allowedExtenderURLPrefixes), o.extenderMaxReplyBytes)
 	if err != nil {

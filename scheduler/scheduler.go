@@ -205,7 +205,11 @@ func WithExtenderPolicy(p extender.Policy) Option {
 }
 
 // WithStalledCycleTimeout sets how long one scheduling cycle may run before
-// CheckLoopProgress fails (DefaultStalledCycleTimeout by default).
+// CheckLoopProgress fails (DefaultStalledCycleTimeout by default). With an
+// extender policy that allows extenders, New refuses a timeout not longer
+// than extender.MaxCycleTime, what a profile's extenders may take in one
+// cycle: a slow extender would have the liveness check restart the
+// operator.
 func WithStalledCycleTimeout(d time.Duration) Option {
 	return func(o *options) { o.stalledCycleTimeout = d }
 }
@@ -226,6 +230,9 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.extenderPolicy.AllowsAny() && o.stalledCycleTimeout <= extender.MaxCycleTime {
+		return nil, fmt.Errorf("the stalled-cycle timeout %v must be longer than %v, what extenders may take in one scheduling cycle", o.stalledCycleTimeout, extender.MaxCycleTime)
 	}
 	logger := klog.FromContext(ctx).WithName("scheduler")
 	if o.informerFactory == nil {

@@ -8,9 +8,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 func TestCycleProgress(t *testing.T) {
@@ -83,8 +86,23 @@ func TestInformersRunWithoutTheLoop(t *testing.T) {
 // TestExtenderBudgetBelowStallTimeout: what a profile's extenders may take
 // in one cycle stays well below the stalled-cycle timeout, so that a slow
 // extender never makes the liveness check restart the operator.
+// A stalled-cycle timeout set below the budget is refused when extenders
+// are allowed.
 func TestExtenderBudgetBelowStallTimeout(t *testing.T) {
 	if 3*extender.MaxCycleTime > DefaultStalledCycleTimeout {
 		t.Errorf("extenders may take %v of a cycle, more than a third of the stalled-cycle timeout %v", extender.MaxCycleTime, DefaultStalledCycleTimeout)
+	}
+	policy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	_, err = New(ctx, fake.NewClientset(), runtime.Registry{}, WithExtenderPolicy(policy), WithStalledCycleTimeout(extender.MaxCycleTime))
+	if want := "the stalled-cycle timeout 40s must be longer than 40s, what extenders may take in one scheduling cycle"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+	// Without extenders a short timeout is fine.
+	if _, err := New(ctx, fake.NewClientset(), runtime.Registry{}, WithStalledCycleTimeout(time.Second)); err != nil {
+		t.Errorf("without extenders: %v", err)
 	}
 }

@@ -38,8 +38,11 @@ type Extender struct {
 	// +optional
 	TLSConfig *ExtenderTLSConfig `json:"tlsConfig,omitempty"`
 	// HTTPTimeout bounds each call to the extender; 0 or unset means 5s, as
-	// upstream. A filter timeout fails the pod's scheduling attempt unless
-	// the extender is ignorable; a prioritize timeout only drops its scores.
+	// upstream. At most 10s, and a profile's extenders together may take at
+	// most 40s in one scheduling cycle (filter calls counted twice, preempt
+	// calls, the longest prioritize call). A filter timeout fails the pod's
+	// scheduling attempt unless the extender is ignorable; a prioritize
+	// timeout only drops its scores.
 	// +optional
 	HTTPTimeout metav1.Duration `json:"httpTimeout,omitempty"`
 	// NodeCacheCapable says the extender caches nodes itself, so only node

@@ -43,7 +43,7 @@ type Extender struct {
 
 	// observer, when set, is told when calls start or stop failing: any
 	// failure of a non-ignorable extender, and a refused reply of any
-	// extender. mu serializes the transitions so the observer sees them
+	// extender (see report). mu serializes the transitions so the observer sees them
 	// in the order they happened, and guards failing and refused.
 	observer Observer
 	mu       sync.Mutex
@@ -93,22 +93,6 @@ func clip(s string) string {
 	return s[:cut] + ellipsis
 }
 
-// sentFailures keeps the reasons m gives for nodes that were sent,
-// clipped. Reasons for other nodes are dropped, as upstream drops their
-// scores: they would count nodes that do not exist in the pod's
-// unschedulable message.
-func sentFailures(m extenderv1.FailedNodesMap, sent map[string]*framework.NodeInfo) extenderv1.FailedNodesMap {
-	for node, msg := range m {
-		switch {
-		case sent[node] == nil:
-			delete(m, node)
-		case len(msg) > maxMessageBytes:
-			m[node] = clip(msg)
-		}
-	}
-	return m
-}
-
 // maxRedirects is the limit of Go's default redirect policy.
 const maxRedirects = 10
 
@@ -151,13 +135,16 @@ func newExtender(cfg *configv1.Extender, policy Policy, observer Observer) (*Ext
 		bindVerb:         cfg.BindVerb,
 		weight:           cfg.Weight,
 		client:           &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: redirectsWithin(policy)},
-		maxReplyBytes:    policy.MaxReplyBytes(),
+		maxReplyBytes:    policy.maxReplyBytes,
 		nodeCacheCapable: cfg.NodeCacheCapable,
 		managedResources: managed,
 		ignorable:        cfg.Ignorable,
 		observer:         observer,
 	}, nil
 }
+
+// maxResponseHeaderBytes bounds the status line and headers of a reply.
+const maxResponseHeaderBytes = 64 << 10
 
 // makeTransport is upstream's: HTTPS without a CA means the extender's
 // certificate is not verified.
@@ -182,7 +169,9 @@ func makeTransport(cfg *configv1.Extender) (http.RoundTripper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: tlsConfig}), nil
+	// Go allows response headers of 10 MiB; an extender's reply needs a
+	// few hundred bytes of them.
+	return utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: tlsConfig, MaxResponseHeaderBytes: maxResponseHeaderBytes}), nil
 }
 
 // Name is the extender's urlPrefix, as upstream.
@@ -244,47 +233,15 @@ func (h *Extender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.N
 	for _, n := range nodes {
 		byName[n.Node().Name] = n
 	}
-	var result extenderv1.ExtenderFilterResult
-	err = h.send(ctx, h.filterVerb, h.args(pod, nodes), &result, func() (kerr error) {
-		if result.Error != "" {
-			// The extender's own error, returned below.
-			return nil
-		}
-		feasible, kerr = keptNodes(h.nodeCacheCapable, &result, byName)
-		return kerr
-	})
+	reply := newFilterReply(byName, h.url)
+	err = h.send(ctx, h.filterVerb, h.args(pod, nodes), reply)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if result.Error != "" {
-		return nil, nil, nil, errors.New(clip(result.Error))
+	if reply.Error != "" {
+		return nil, nil, nil, errors.New(clip(reply.Error))
 	}
-	return feasible, sentFailures(result.FailedNodes, byName), sentFailures(result.FailedAndUnresolvableNodes, byName), nil
-}
-
-// keptNodes are the nodes a filter reply keeps, as the scheduler's own
-// NodeInfos rather than rebuilt from what the extender echoes back, so
-// that scoring still sees each node's pods. Each must have been sent.
-func keptNodes(nodeCacheCapable bool, result *extenderv1.ExtenderFilterResult, byName map[string]*framework.NodeInfo) ([]*framework.NodeInfo, error) {
-	var names []string
-	switch {
-	case nodeCacheCapable && result.NodeNames != nil:
-		names = *result.NodeNames
-	case result.Nodes != nil:
-		names = make([]string, len(result.Nodes.Items))
-		for i := range result.Nodes.Items {
-			names[i] = result.Nodes.Items[i].Name
-		}
-	}
-	feasible := make([]*framework.NodeInfo, len(names))
-	for i, name := range names {
-		n, ok := byName[name]
-		if !ok {
-			return nil, fmt.Errorf("it claims a filtered node %q which is not found in the input node list", clip(name))
-		}
-		feasible[i] = n
-	}
-	return feasible, nil
+	return reply.kept(h.nodeCacheCapable).nodes, reply.FailedNodes.m, reply.FailedAndUnresolvableNodes.m, nil
 }
 
 // Prioritize asks the extender to score nodes for pod (0 to
@@ -298,11 +255,14 @@ func (h *Extender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*framewo
 		}
 		return result, 0, nil
 	}
-	var result extenderv1.HostPriorityList
-	if err := h.send(ctx, h.prioritizeVerb, h.args(pod, nodes), &result, nil); err != nil {
+	reply := &scores{sent: sets.New[string](), seen: sets.New[string]()}
+	for _, n := range nodes {
+		reply.sent.Insert(n.Node().Name)
+	}
+	if err := h.send(ctx, h.prioritizeVerb, h.args(pod, nodes), reply); err != nil {
 		return nil, 0, err
 	}
-	return result, h.weight, nil
+	return reply.list, h.weight, nil
 }
 
 // Bind asks the extender to bind pod to node; the extender writes the
@@ -318,7 +278,7 @@ func (h *Extender) Bind(ctx context.Context, pod *v1.Pod, node string) error {
 		Node:         node,
 	}
 	var result extenderv1.ExtenderBindingResult
-	if err := h.send(ctx, h.bindVerb, req, &result, nil); err != nil {
+	if err := h.send(ctx, h.bindVerb, req, &result); err != nil {
 		return err
 	}
 	if result.Error != "" {
@@ -348,15 +308,22 @@ func (h *Extender) args(pod *v1.Pod, nodes []*framework.NodeInfo) *extenderv1.Ex
 }
 
 // send POSTs args as JSON to urlPrefix/action and decodes the reply into
-// result. The client's timeout bounds the whole call, body included.
-// check, if not nil, then judges the decoded reply: its error refuses the
-// reply (a *ReplyError).
-func (h *Extender) send(ctx context.Context, action string, args, result any, check func() error) error {
+// result. The client's timeout bounds the whole call, body included. A
+// reply result refuses while it is decoded (a *refusal) is refused (a
+// *ReplyError). Other errors are clipped: the transport's quote what the
+// extender sent (a status line, a redirect's Location), which would
+// otherwise reach the pod's condition and the logs whole.
+func (h *Extender) send(ctx context.Context, action string, args, result any) error {
 	err := h.post(ctx, action, args, result)
-	if err == nil && check != nil {
-		if cerr := check(); cerr != nil {
-			err = &ReplyError{URL: callURL(h.url, action), Reason: cerr.Error()}
-		}
+	var (
+		re *ReplyError
+		rf *refusal
+	)
+	switch {
+	case errors.As(err, &rf):
+		err = &ReplyError{URL: callURL(h.url, action), Reason: rf.reason}
+	case err != nil && !errors.As(err, &re):
+		err = errors.New(clip(err.Error()))
 	}
 	if ctx.Err() == nil {
 		// A call the scheduler gave up on says nothing of the extender.
@@ -366,15 +333,18 @@ func (h *Extender) send(ctx context.Context, action string, args, result any, ch
 }
 
 // report tells the observer when calls start or stop failing. An
-// ignorable extender's failures are skipped, as upstream, so only its
-// refused replies count.
+// ignorable extender's other failures are skipped, as upstream, so only
+// its refused replies count, and only a success ends them.
 func (h *Extender) report(err error) {
 	if h.observer == nil {
 		return
 	}
 	var re *ReplyError
 	refused := errors.As(err, &re)
-	failing := err != nil && (!h.ignorable || refused)
+	if err != nil && h.ignorable && !refused {
+		return
+	}
+	failing := err != nil
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if failing == h.failing && (!failing || refused == h.refused) {
@@ -411,19 +381,27 @@ func (h *Extender) post(ctx context.Context, action string, args, result any) er
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("failed %v with extender at URL %v, code %v", action, url, resp.StatusCode)
 	}
-	// Upstream decodes replies of any size. A reply needs no more room
-	// than the request (a filter reply echoes at most the nodes sent)
-	// plus the policy's margin; beyond that it is refused before it is
-	// read whole.
-	limit := int64(len(out)) + h.maxReplyBytes
+	limit, why := replyLimit(int64(len(out)), h.maxReplyBytes)
 	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, limit)).Decode(result); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return &ReplyError{URL: url, Reason: fmt.Sprintf("it is larger than %d bytes, the request's %d and the %d more the operator allows", limit, len(out), h.maxReplyBytes)}
+			return &ReplyError{URL: url, Reason: fmt.Sprintf("it is larger than %d bytes, %s", limit, why)}
 		}
 		return err
 	}
 	return nil
+}
+
+// replyLimit is how large a reply to a request of requestBytes may be,
+// and why. Upstream decodes replies of any size. A reply needs no more
+// room than the request (a filter reply echoes at most the nodes sent)
+// plus the policy's margin, and is held whole while it is decoded, so
+// never more than MaxReplyBytesCap.
+func replyLimit(requestBytes, margin int64) (int64, string) {
+	if requestBytes+margin >= MaxReplyBytesCap {
+		return MaxReplyBytesCap, "the most the operator reads of any reply"
+	}
+	return requestBytes + margin, fmt.Sprintf("the request's %d and the %d more the operator allows", requestBytes, margin)
 }
 
 // Close releases the extender's idle connections.
@@ -445,59 +423,11 @@ func (h *Extender) ProcessPreemption(ctx context.Context, pod *v1.Pod, victims m
 	} else {
 		args.NodeNameToVictims = victims
 	}
-	var result extenderv1.ExtenderPreemptionResult
-	var chosen map[string]*extenderv1.Victims
-	err := h.send(ctx, h.preemptVerb, args, &result, func() (cerr error) {
-		chosen, cerr = chosenVictims(result.NodeNameToMetaVictims, victims)
-		return cerr
-	})
-	if err != nil {
+	reply := &preemptReply{NodeNameToMetaVictims: chosenVictims{sent: victims, chosen: map[string]*extenderv1.Victims{}}}
+	if err := h.send(ctx, h.preemptVerb, args, reply); err != nil {
 		return nil, err
 	}
-	return chosen, nil
-}
-
-// chosenVictims resolves the extender's choice to pods, among the
-// candidates it was sent only: each node must be one of them, and each
-// victim one proposed for that node. Upstream resolves any pod of any
-// node in the snapshot, so a reply could have the scheduler delete pods
-// the dry run never chose, of any priority and namespace. A node with
-// no victims is kept with none, for the caller to refuse or drop.
-func chosenVictims(meta map[string]*extenderv1.MetaVictims, sent map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
-	out := make(map[string]*extenderv1.Victims, len(meta))
-	for nodeName, mv := range meta {
-		proposed, ok := sent[nodeName]
-		if !ok {
-			return nil, fmt.Errorf("it names node %q, which was not a candidate", clip(nodeName))
-		}
-		v := &extenderv1.Victims{Pods: []*v1.Pod{}}
-		if mv != nil {
-			v.NumPDBViolations = mv.NumPDBViolations
-			for _, mp := range mv.Pods {
-				var p *v1.Pod
-				uid := ""
-				if mp != nil {
-					uid = mp.UID
-					p = podByUID(proposed.Pods, uid)
-				}
-				if p == nil {
-					return nil, fmt.Errorf("it names pod UID %q on node %q, which was not proposed as a victim there", clip(uid), nodeName)
-				}
-				v.Pods = append(v.Pods, p)
-			}
-		}
-		out[nodeName] = v
-	}
-	return out, nil
-}
-
-func podByUID(pods []*v1.Pod, uid string) *v1.Pod {
-	for _, p := range pods {
-		if string(p.UID) == uid {
-			return p
-		}
-	}
-	return nil
+	return reply.NodeNameToMetaVictims.chosen, nil
 }
 
 func toMetaVictims(victims map[string]*extenderv1.Victims) map[string]*extenderv1.MetaVictims {

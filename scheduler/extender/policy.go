@@ -18,7 +18,12 @@ const AllowedURLPrefixesFlag = "--allowed-extender-url-prefixes"
 
 // DefaultMaxReplyBytes is how many bytes a reply may have beyond the size
 // of the request it answers, unless the policy says otherwise.
-const DefaultMaxReplyBytes = 4 << 20
+// MaxReplyBytesCap bounds a reply whatever its request: a request grows
+// with the nodes sent, and the reply is held whole while it is decoded.
+const (
+	DefaultMaxReplyBytes = 4 << 20
+	MaxReplyBytesCap     = 64 << 20
+)
 
 // MaxHTTPTimeout bounds an extender's httpTimeout, and MaxCycleTime what
 // a profile's extenders may take together in one scheduling cycle: the
@@ -37,18 +42,29 @@ const (
 // Policy is what the cluster admin, through the operator's flags, lets
 // any profile's extenders do. The zero Policy allows no extender at all.
 type Policy struct {
-	allowed       []*url.URL
+	allowed       []allowedPrefix
 	maxReplyBytes int64
 }
+
+// allowedPrefix is a parsed prefix; anyPort is its ":*" form.
+type allowedPrefix struct {
+	*url.URL
+	anyPort bool
+}
+
+// anyPortSuffix ends the host of a prefix that allows every port.
+const anyPortSuffix = ":*"
 
 // NewPolicy allows extenders at the given URL prefixes (empty ones are
 // skipped), with replies of at most maxReplyBytes beyond their request (0
 // means DefaultMaxReplyBytes). A prefix is an absolute http or https URL: a
-// call's URL must have its scheme and host, its port if it names one (any
-// port of the host otherwise), and a path under its path at a "/".
+// call's URL must have its scheme and host, its port (the scheme's default
+// port when it names none, every port when it ends its host with ":*"),
+// and a path under its path at a "/". An admin who writes https://svc
+// means the service's HTTPS port, not whatever else listens on the host.
 func NewPolicy(allowedURLPrefixes []string, maxReplyBytes int64) (Policy, error) {
-	if maxReplyBytes < 0 {
-		return Policy{}, fmt.Errorf("the largest extender reply must not be negative, got %d", maxReplyBytes)
+	if maxReplyBytes < 0 || maxReplyBytes > MaxReplyBytesCap {
+		return Policy{}, fmt.Errorf("the largest extender reply must be between 0 and %d bytes, got %d", MaxReplyBytesCap, maxReplyBytes)
 	}
 	if maxReplyBytes == 0 {
 		maxReplyBytes = DefaultMaxReplyBytes
@@ -58,22 +74,41 @@ func NewPolicy(allowedURLPrefixes []string, maxReplyBytes int64) (Policy, error)
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		u, err := url.Parse(s)
+		raw, anyPort := cutAnyPort(s)
+		u, err := url.Parse(raw)
 		if err == nil {
-			err = checkPrefix(u)
+			err = checkPrefix(u, anyPort)
 		}
 		if err != nil {
 			return Policy{}, fmt.Errorf("allowed extender URL prefix %q: %w", s, err)
 		}
 		u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
 		u.Path = strings.TrimSuffix(u.Path, "/")
-		p.allowed = append(p.allowed, u)
+		p.allowed = append(p.allowed, allowedPrefix{URL: u, anyPort: anyPort})
 	}
 	return p, nil
 }
 
-func checkPrefix(u *url.URL) error {
+// cutAnyPort removes ":*" from the end of the host of the URL s.
+func cutAnyPort(s string) (string, bool) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s, false
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if h, found := strings.CutSuffix(host, anyPortSuffix); found {
+		if path != "" || strings.HasSuffix(rest, "/") {
+			h += "/" + path
+		}
+		return scheme + "://" + h, true
+	}
+	return s, false
+}
+
+func checkPrefix(u *url.URL, anyPort bool) error {
 	switch {
+	case anyPort && u.Port() != "":
+		return errors.New("must not name a port and every port")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return errors.New("must start with http:// or https://")
 	case u.Host == "" || u.Hostname() == "":
@@ -84,31 +119,39 @@ func checkPrefix(u *url.URL) error {
 		return errors.New("must not have a query or a fragment")
 	case hasDotSegment(u.Path):
 		return errors.New(`must not have "." or ".." path segments`)
+	case strings.ContainsAny(u.Path, pathRefused):
+		return errors.New(`must not have ";" or "\" in its path`)
 	}
 	return nil
 }
 
+// pathRefused are characters some servers and proxies read as path
+// separators or parameters (/scheduler/..;/admin, ..%5c): a path holding
+// them could leave the prefix's path once such a server cleans it.
+const pathRefused = ";\\"
+
+// AllowsAny reports whether the policy allows any extender.
+func (p Policy) AllowsAny() bool { return len(p.allowed) > 0 }
+
 // AllowedURLPrefixes returns the prefixes the policy allows, for messages.
 func (p Policy) AllowedURLPrefixes() []string {
 	out := make([]string, len(p.allowed))
-	for i, u := range p.allowed {
-		out[i] = u.String()
+	for i, a := range p.allowed {
+		out[i] = a.String()
+		if a.anyPort {
+			u := *a.URL
+			u.Host += anyPortSuffix
+			// Not url.String, which would escape the "*".
+			out[i] = u.Scheme + "://" + u.Host + u.EscapedPath()
+		}
 	}
 	return out
-}
-
-// MaxReplyBytes is how many bytes a reply may have beyond its request.
-func (p Policy) MaxReplyBytes() int64 {
-	if p.maxReplyBytes == 0 {
-		return DefaultMaxReplyBytes
-	}
-	return p.maxReplyBytes
 }
 
 // allows reports whether a call to raw is allowed.
 func (p Policy) allows(raw string) bool {
 	u, err := url.Parse(raw)
-	if err != nil || u.User != nil || hasDotSegment(u.Path) {
+	if err != nil || u.User != nil || hasDotSegment(u.Path) || strings.ContainsAny(u.Path, pathRefused) {
 		// Credentials could hide the host from a reader; dot segments
 		// could leave the prefix's path once a server cleans them.
 		return false
@@ -124,12 +167,23 @@ func (p Policy) allows(raw string) bool {
 	return false
 }
 
-// sameHost: the allowed host, and its port when it names one.
-func sameHost(allowed, u *url.URL) bool {
-	if allowed.Port() != "" {
-		return allowed.Host == strings.ToLower(u.Host)
+// sameHost: the allowed host, at its port (every port for the ":*" form).
+func sameHost(allowed allowedPrefix, u *url.URL) bool {
+	if allowed.Hostname() != strings.ToLower(u.Hostname()) {
+		return false
 	}
-	return allowed.Hostname() == strings.ToLower(u.Hostname())
+	return allowed.anyPort || port(allowed.URL) == port(u)
+}
+
+// port is u's port, or its scheme's default.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 func hasDotSegment(path string) bool {
@@ -220,5 +274,5 @@ func validateTimeouts(path *field.Path, cfgs []configv1.Extender) field.ErrorLis
 // LoopbackURLPrefixes are the prefixes of extenders on the operator's own
 // host, at any port: what a local run and tests allow.
 func LoopbackURLPrefixes() []string {
-	return []string{"http://127.0.0.1", "https://127.0.0.1", "http://[::1]", "https://[::1]", "http://localhost", "https://localhost"}
+	return []string{"http://127.0.0.1:*", "https://127.0.0.1:*", "http://[::1]:*", "https://[::1]:*", "http://localhost:*", "https://localhost:*"}
 }

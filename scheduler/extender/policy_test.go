@@ -13,8 +13,8 @@ import (
 )
 
 func TestPolicyURLs(t *testing.T) {
-	allowed := []string{"https://gpu.kube-system.svc:8443/scheduler", "http://127.0.0.1"}
-	const refused = "is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=https://gpu.kube-system.svc:8443/scheduler,http://127.0.0.1)"
+	allowed := []string{"https://gpu.kube-system.svc:8443/scheduler", "http://127.0.0.1:*", "https://svc/x"}
+	const refused = "is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=https://gpu.kube-system.svc:8443/scheduler,http://127.0.0.1:*,https://svc/x)"
 	for _, tt := range []struct {
 		name      string
 		allowed   []string
@@ -26,7 +26,12 @@ func TestPolicyURLs(t *testing.T) {
 		{name: "with a trailing slash", urlPrefix: "https://gpu.kube-system.svc:8443/scheduler/"},
 		{name: "a path below it", urlPrefix: "https://gpu.kube-system.svc:8443/scheduler/v2"},
 		{name: "scheme and host in capitals", urlPrefix: "HTTPS://GPU.kube-system.svc:8443/scheduler"},
-		{name: "any port of a host allowed without one", urlPrefix: "http://127.0.0.1:31000/x"},
+		{name: "any port of a host allowed with every port", urlPrefix: "http://127.0.0.1:31000/x"},
+		{name: "the default port of a host allowed without one", urlPrefix: "https://svc/x"},
+		{name: "the default port named", urlPrefix: "https://svc:443/x"},
+		{name: "another port of a host allowed without one", urlPrefix: "https://svc:10250/x", want: refused},
+		{name: "a semicolon climbing out", urlPrefix: "https://gpu.kube-system.svc:8443/scheduler/..;/admin", want: refused},
+		{name: "a backslash climbing out, escaped", urlPrefix: "https://gpu.kube-system.svc:8443/scheduler/..%5cadmin", want: refused},
 		{name: "a sibling path", urlPrefix: "https://gpu.kube-system.svc:8443/scheduler-admin",
 			want: "extenders[0].urlPrefix: Forbidden: https://gpu.kube-system.svc:8443/scheduler-admin " + refused},
 		{name: "another port", urlPrefix: "https://gpu.kube-system.svc:10250/scheduler", want: refused},
@@ -75,7 +80,10 @@ func TestNewPolicy(t *testing.T) {
 		{name: "credentials", prefixes: []string{"http://u:p@gpu.svc"}, want: `allowed extender URL prefix "http://u:p@gpu.svc": must not carry credentials`},
 		{name: "a query", prefixes: []string{"http://gpu.svc/?a=b"}, want: `allowed extender URL prefix "http://gpu.svc/?a=b": must not have a query or a fragment`},
 		{name: "dot segments", prefixes: []string{"http://gpu.svc/a/../b"}, want: `allowed extender URL prefix "http://gpu.svc/a/../b": must not have "." or ".." path segments`},
-		{name: "a negative reply size", maxReply: -1, want: "the largest extender reply must not be negative, got -1"},
+		{name: "a semicolon", prefixes: []string{"http://gpu.svc/a;b"}, want: `allowed extender URL prefix "http://gpu.svc/a;b": must not have ";" or "\" in its path`},
+		{name: "a port and every port", prefixes: []string{"http://gpu.svc:80:*"}, want: `allowed extender URL prefix "http://gpu.svc:80:*": must not name a port and every port`},
+		{name: "a negative reply size", maxReply: -1, want: "the largest extender reply must be between 0 and 67108864 bytes, got -1"},
+		{name: "a reply size above the cap", maxReply: MaxReplyBytesCap + 1, want: "the largest extender reply must be between 0 and 67108864 bytes, got 67108865"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewPolicy(tt.prefixes, tt.maxReply)
@@ -85,8 +93,8 @@ func TestNewPolicy(t *testing.T) {
 		})
 	}
 	var zero Policy
-	if zero.MaxReplyBytes() != DefaultMaxReplyBytes || len(zero.AllowedURLPrefixes()) != 0 {
-		t.Errorf("the zero policy allows %v with replies of %d bytes, want nothing and the default", zero.AllowedURLPrefixes(), zero.MaxReplyBytes())
+	if len(zero.AllowedURLPrefixes()) != 0 {
+		t.Errorf("the zero policy allows %v, want nothing", zero.AllowedURLPrefixes())
 	}
 }
 

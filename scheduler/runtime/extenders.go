@@ -24,8 +24,9 @@ func WithExtenderPolicy(p extender.Policy) Option {
 	return func(o *frameworkOptions) { o.extenderPolicy = p }
 }
 
-// WithExtenderObserver sets who is told when calls to a non-ignorable
-// extender of the instance start or stop failing.
+// WithExtenderObserver sets who is told when calls to an extender of the
+// instance start or stop failing: any failure of a non-ignorable one, and
+// a refused reply of any (see extender.Observer).
 func WithExtenderObserver(obs extender.Observer) Option {
 	return func(o *frameworkOptions) { o.extenderObserver = obs }
 }

@@ -509,7 +509,7 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 		"--health-probe-bind-address="+probeAddr,
 		"--reserved-scheduler-names="+corev1.DefaultSchedulerName,
 		// The Extender workload's extender serves on loopback.
-		"--allowed-extender-url-prefixes=http://127.0.0.1",
+		"--allowed-extender-url-prefixes=http://127.0.0.1:*",
 	)
 }
 

@@ -1,10 +1,12 @@
 package scheduling_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
@@ -204,6 +206,36 @@ var _ = Describe("Extenders", func() {
 			Not(BeNil()),
 			HaveField("Reason", v1.PodReasonSchedulerError),
 			HaveField("Message", ContainSubstring(down.URL+"/filter")),
+		)))
+	})
+
+	It("put a transport error into the pod's condition clipped", func(ctx SpecContext) {
+		// Go quotes a malformed status line whole in its error: 5 MiB
+		// here, more than the API server takes in a status update.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ln.Close)
+		reply := []byte("HTTP/1.1 200" + strings.Repeat("x", 5<<20) + "\r\n\r\n")
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer conn.Close()
+					_, _ = http.ReadRequest(bufio.NewReader(conn))
+					_, _ = conn.Write(reply)
+				}()
+			}
+		}()
+		url := "http://" + ln.Addr().String()
+		publishWithExtenders(ctx, "garbled", configv1.Extender{URLPrefix: url, FilterVerb: "filter", HTTPTimeout: metav1.Duration{Duration: time.Second}})
+		newPod(ctx, podSpec(ns, "garbled", "garbled", "100m"))
+		Eventually(getPod(ctx, ns, "garbled")).Should(WithTransform(podScheduledCondition, And(
+			Not(BeNil()),
+			HaveField("Reason", v1.PodReasonSchedulerError),
+			HaveField("Message", And(ContainSubstring(url+"/filter"), WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", 2<<10)))),
 		)))
 	})
 
@@ -530,7 +562,7 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		Expect(condition(sp, schedulingv1alpha1.ProfileAccepted)).To(And(
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1alpha1.ReasonInvalidSpec),
-			HaveField("Message", ContainSubstring("extenders[0].urlPrefix: Forbidden: http://gpu-extender.kube-system.svc:8888/scheduler is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=http://127.0.0.1,")),
+			HaveField("Message", ContainSubstring("extenders[0].urlPrefix: Forbidden: http://gpu-extender.kube-system.svc:8888/scheduler is not under a URL prefix the operator allows (--allowed-extender-url-prefixes=http://127.0.0.1:*,")),
 		))
 		Expect(condition(sp, schedulingv1alpha1.ProfileActive)).To(And(
 			HaveField("Status", metav1.ConditionTrue),
