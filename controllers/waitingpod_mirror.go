@@ -556,8 +556,8 @@ func olderThan(a, b string) (bool, error) {
 
 // statusFields are the fields of WaitingPodStatus, each sent in every write:
 // null for one the record leaves empty, so nothing else stays there.
-func statusFields() [8]string {
-	return [...]string{"podUID", "profile", "podGroup", "nodeName", "pendingPlugins", "expires", "message", "conditions"}
+func statusFields() [9]string {
+	return [...]string{"podUID", "profile", "podGroup", "nodeName", "pendingPlugins", "plugins", "expires", "message", "conditions"}
 }
 
 // writeStatus replaces wp's status with status, in a merge patch that names
@@ -633,6 +633,7 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 	st.PodGroup = group
 	st.NodeName = rec.node
 	st.PendingPlugins = nil
+	st.Plugins = ""
 	st.Expires = nil
 	st.Message = ""
 	if !rec.resolved {
@@ -649,6 +650,7 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 				said = append(said, name+": "+msg)
 			}
 		}
+		st.Plugins = strings.Join(pending, ",")
 		st.Message = strings.Join(said, "; ")
 		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,

@@ -345,7 +345,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		"kubectl get waitingpods",
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
-		"kubectl get waitingpods,podgroups",
+		"kubectl get waitingpods,podgroups -o wide",
 	}
 	if o.storage {
 		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")
