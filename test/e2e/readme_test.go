@@ -202,6 +202,13 @@ func startLocalRun() *localRun {
 	dir, err := os.MkdirTemp("", "run-local-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
+	return startLocalRunIn(dir)
+}
+
+// startLocalRunIn starts `make run-local` with LOCAL_DIR=dir and waits
+// until it is ready.
+func startLocalRunIn(dir string) *localRun {
+	GinkgoHelper()
 	r := &localRun{dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
 	// The README's command, with the kubeconfig in a directory of this test
 	// and the metrics and probe ports left to the system, so a developer's
