@@ -53,11 +53,13 @@ control-plane: ## Build the test control plane (kube-apiserver, etcd, kube-contr
 .PHONY: test
 test: manifests generate fmt vet control-plane ## Run unit tests and the envtest suites on a real API server.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go test $(TEST_FLAGS) ./... -coverprofile cover.out
 
 .PHONY: test-faults
 test-faults: control-plane ## Run only the fault suite (part of make test), verbose, printing its figures: etcd and kube-apiserver restarted, the leader paused and cut off, mid-burst.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go test -race -count=1 ./test/faults -v -ginkgo.v
 
 ##@ Build
@@ -94,10 +96,12 @@ build-local: ## Build profile-scheduler-local and the kubectl plugins into bin/.
 	go build -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
 	go build -o $(LOCALBIN)/kubectl-reject ./cmd/kubectl-reject
 
+# exec: the run is make's own child, not a shell's, so it stops when make
+# dies, even by SIGKILL.
 .PHONY: run-local
 run-local: build-local ## Everything on this machine: local control plane, simulated nodes, sample profiles, the operator. Ctrl-C stops it all.
-	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		$(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
+	export KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" && \
+		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 
 ##@ Deployment
 
@@ -131,6 +135,7 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: ## Run the scheduling benchmark (default workloads, a few minutes) against a local API server.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go run ./test/perf --out=$(LOCALBIN)/perf $(BENCH_ARGS)
 
 # Flags of the failover benchmark (failovers, nodes, rate, lease settings).
@@ -139,6 +144,7 @@ FAILOVER_ARGS ?=
 .PHONY: bench-failover
 bench-failover: ## Kill the leader of two operator replicas 10 times under a stream of pods and measure the takeovers (a few minutes).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go run ./test/failover --out=$(LOCALBIN)/failover $(FAILOVER_ARGS)
 
 ##@ Tools

@@ -658,6 +658,7 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 	st.PodGroup = group
 	st.NodeName = rec.node
 	st.PendingPlugins = nil
+	st.Plugins = ""
 	st.Expires = nil
 	st.Message = ""
 	if !rec.resolved {
@@ -674,6 +675,7 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 				said = append(said, name+": "+msg)
 			}
 		}
+		st.Plugins = strings.Join(pending, ",")
 		st.Message = strings.Join(said, "; ")
 		set(metav1.Condition{
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,

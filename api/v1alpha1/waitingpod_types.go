@@ -84,6 +84,10 @@ type WaitingPodStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	PendingPlugins []PendingPlugin `json:"pendingPlugins,omitempty"`
+	// Plugins are the names of pendingPlugins joined with ",", for
+	// `kubectl get -o wide`: a table cell shows one value of a list.
+	// +optional
+	Plugins string `json:"plugins,omitempty"`
 	// Expires is the earliest deadline of the pending plugins.
 	// +optional
 	Expires *metav1.Time `json:"expires,omitempty"`
@@ -148,13 +152,13 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wp
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.ownerReferences[0].name`
-// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`,priority=1
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
 // +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.status.podGroup`
-// +kubebuilder:printcolumn:name="Plugins",type=string,JSONPath=`.status.pendingPlugins[*].name`
+// +kubebuilder:printcolumn:name="Plugins",type=string,JSONPath=`.status.plugins`,priority=1
 // +kubebuilder:printcolumn:name="Decidable",type=string,JSONPath=`.status.conditions[?(@.type=="Decidable")].status`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
-// +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.status.expires`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WaitingPod struct {

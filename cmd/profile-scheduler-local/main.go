@@ -5,9 +5,12 @@
 // controllers with a simulated local-volume provisioner and the `local`
 // StorageClass it serves, the sample profiles, and the operator itself, in
 // this process. It writes an administrator's kubeconfig and prints the
-// kubectl commands to try. Ctrl-C stops everything it started; on Linux,
-// the control plane also dies with this process when it is killed outright,
-// and a run refuses to start beside processes an earlier one left.
+// kubectl commands to try. Ctrl-C stops everything it started. On Linux the
+// run also stops when the process that started it ends (make killed
+// outright, the terminal closed), the control plane dies with this process
+// when it is killed outright, and the next run removes what such a run
+// left after checking that none of it still runs; a run refuses to start
+// beside a live one.
 //
 // `make run-local` builds and runs it from the root of the checkout.
 package main
@@ -18,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +30,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
@@ -64,7 +70,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory the kubeconfig (DIR/kubeconfig) and the list of processes of the run (DIR/processes.json) are written to; both are removed on exit.")
+	flag.StringVar(&o.dir, "dir", filepath.Join("bin", "local"), "Directory of the run's files: the kubeconfig (DIR/kubeconfig), the list of its processes (DIR/processes.json) and the control plane's data and certificates (DIR/cluster); all are removed on exit, or by the next run if this one is killed.")
 	flag.StringVar(&o.configDir, "config-dir", "config", "The checkout's config directory: CRDs, policy, approver role and samples are read from it.")
 	flag.StringVar(&o.assets, "control-plane", os.Getenv("KUBEBUILDER_ASSETS"), "Directory holding the kube-apiserver, etcd and kube-controller-manager binaries (default $KUBEBUILDER_ASSETS; make run-local sets it).")
 	flag.StringVar(&o.pluginDir, "plugin-dir", "", "Directory holding kubectl-approve and kubectl-reject, for the PATH printed (default: this binary's directory).")
@@ -79,7 +85,9 @@ func main() {
 	flag.DurationVar(&o.retention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
 	flag.StringVar(&o.extenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), strings.Join(extender.LoopbackURLPrefixes(), ","), "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at, as the operator's flag; by default extenders on this machine, at any port.")
 	// Readable console logs at info level; --zap-log-level=debug shows more.
-	zapOpts := zap.Options{Development: true}
+	// No stack traces with errors: they are for the code's authors, and a
+	// person running this reads the message.
+	zapOpts := zap.Options{Development: true, StacktraceLevel: zapcore.PanicLevel}
 	zapOpts.BindFlags(flag.CommandLine)
 	_ = flag.Set("zap-log-level", "info")
 	flag.Parse()
@@ -91,9 +99,12 @@ func main() {
 
 	ctx, stop := signalContext(log)
 	defer stop()
-	// Ctrl-C during start-up is a stop, not a failure.
+	// Ctrl-C during start-up is a stop, not a failure. A failure is one
+	// line: most are the user's to fix (a run already going, a flag), and
+	// a stack trace says nothing to them.
 	if err := run(klog.NewContext(ctx, ctrl.Log), o, os.Stdout); err != nil && ctx.Err() == nil {
-		log.Error(err, "Local run failed")
+		stop()
+		fmt.Fprintf(os.Stderr, "profile-scheduler-local: %v\n", err)
 		os.Exit(1)
 	}
 }
@@ -136,11 +147,27 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 
-	// A run killed outright cannot stop its control plane; on Linux the
-	// control plane dies with it, and this file names what would be left
-	// where it does not.
+	// A run killed outright cannot stop its control plane or remove its
+	// files. On Linux the control plane dies with it; the state file names
+	// the processes of the run, so that the next run refuses to start while
+	// one of them still runs and otherwise removes what was left: etcd's
+	// data, the certificates and their keys, the kubeconfig.
 	stateFile := filepath.Join(o.dir, "processes.json")
+	clusterDir := filepath.Join(o.dir, "cluster")
+	kubeconfig, err := filepath.Abs(filepath.Join(o.dir, "kubeconfig"))
+	if err != nil {
+		return err
+	}
 	if err := localcluster.CheckStateFile(stateFile); err != nil {
+		return err
+	}
+	if err := removeLeftovers(log, clusterDir, kubeconfig); err != nil {
+		return err
+	}
+	// This process first, so that a run started while this one starts its
+	// control plane refuses rather than removing the cluster's directory.
+	self := localcluster.Process{Name: "profile-scheduler-local", PID: os.Getpid(), Command: os.Args[0]}
+	if err := localcluster.WriteStateFile(stateFile, []localcluster.Process{self}); err != nil {
 		return err
 	}
 	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion, "kube-controller-manager", o.storage)
@@ -148,8 +175,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		AssetsDir:         o.assets,
 		CRDDir:            filepath.Join(o.configDir, "crd", "bases"),
 		ControllerManager: o.storage,
+		Dir:               clusterDir,
 	})
 	if err != nil {
+		_ = os.Remove(stateFile)
 		return err
 	}
 	defer func() {
@@ -161,15 +190,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		_ = os.Remove(stateFile)
 		log.Info("Stopped; nothing is left running")
 	}()
-	self := localcluster.Process{Name: "profile-scheduler-local", PID: os.Getpid(), Command: os.Args[0]}
 	if err := localcluster.WriteStateFile(stateFile, append([]localcluster.Process{self}, cluster.Processes()...)); err != nil {
 		return err
 	}
 
-	kubeconfig, err := filepath.Abs(filepath.Join(o.dir, "kubeconfig"))
-	if err != nil {
-		return err
-	}
 	if _, err := cluster.WriteAdminKubeconfig(kubeconfig); err != nil {
 		return err
 	}
@@ -256,6 +280,22 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	case err := <-mgrErr:
 		return fmt.Errorf("operator stopped: %w", err)
 	}
+}
+
+// removeLeftovers removes what a run killed outright left: the cluster's
+// directory and the kubeconfig. The caller has checked that none of that
+// run's processes still runs.
+func removeLeftovers(log logr.Logger, clusterDir, kubeconfig string) error {
+	for _, path := range []string{clusterDir, kubeconfig} {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		log.Info("Removing what an earlier run left", "path", path)
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("removing what an earlier run left: %w", err)
+		}
+	}
+	return nil
 }
 
 // newManager wires the operator as main.go does, on loopback.
@@ -345,7 +385,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		"kubectl get waitingpods",
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
-		"kubectl get waitingpods,podgroups",
+		"kubectl get waitingpods,podgroups -o wide",
 	}
 	if o.storage {
 		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")

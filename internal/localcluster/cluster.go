@@ -69,6 +69,13 @@ type Options struct {
 	// ControllerManagerOutput receives kube-controller-manager's logs;
 	// nil discards them.
 	ControllerManagerOutput io.Writer
+	// Dir is where the cluster keeps everything it writes: etcd's data,
+	// the serving and client certificates with their private keys, the
+	// launchers and process ids. It must not exist; Start creates it and
+	// Stop removes it. Empty means a new temporary directory. A caller
+	// that may be killed before Stop names it, so it can remove what a
+	// killed cluster left.
+	Dir string
 }
 
 // Cluster is a running control plane. Stop it when done: it runs
@@ -80,9 +87,9 @@ type Cluster struct {
 	// thread started etcd and kube-apiserver, and lives until they have
 	// stopped: their parent-death signal is tied to it.
 	thread *lockedThread
-	// dir is private to the cluster: the launchers of etcd and
-	// kube-apiserver, their process ids, kube-controller-manager's
-	// kubeconfig.
+	// dir is private to the cluster (mode 0700): etcd's data, the
+	// certificates, the launchers of etcd and kube-apiserver, their
+	// process ids, kube-controller-manager's kubeconfig.
 	dir string
 	// kcm is kube-controller-manager, when started.
 	kcm *ControllerManager
@@ -111,7 +118,7 @@ func Start(o Options) (*Cluster, error) {
 			return nil, fmt.Errorf("control plane binary %s not found in %s: run make control-plane", bin, dir)
 		}
 	}
-	privateDir, err := os.MkdirTemp("", "localcluster-")
+	privateDir, err := makePrivateDir(o.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +129,12 @@ func Start(o Options) (*Cluster, error) {
 			ControlPlaneStartTimeout: 2 * time.Minute,
 			ControlPlaneStopTimeout:  time.Minute,
 			AttachControlPlaneOutput: o.Output,
-			ControlPlane:             envtest.ControlPlane{Etcd: &envtest.Etcd{}},
+			// Inside the private directory rather than envtest's own
+			// temporary ones, so one removal takes all of it.
+			ControlPlane: envtest.ControlPlane{
+				Etcd:      &envtest.Etcd{DataDir: filepath.Join(privateDir, "etcd-data")},
+				APIServer: &envtest.APIServer{CertDir: filepath.Join(privateDir, "certs")},
+			},
 		},
 		thread: startLockedThread(),
 		dir:    privateDir,
@@ -138,6 +150,25 @@ func Start(o Options) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// makePrivateDir creates dir, which must not exist, or a new temporary
+// directory when dir is empty, with the directory for the certificates,
+// which envtest expects to exist.
+func makePrivateDir(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "localcluster-"); err != nil {
+			return "", err
+		}
+	} else if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the cluster's directory: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "certs"), 0o700); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // startAPIServer starts etcd and kube-apiserver through envtest, from

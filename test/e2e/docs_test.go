@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
@@ -41,5 +43,35 @@ func TestCompatibilityTable(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, documented); diff != "" {
 		t.Errorf("docs/compatibility.md's plugin table does not match the registry (-registry +doc):\n%s", diff)
+	}
+}
+
+// TestInstallListsSampleProfiles keeps the `--samples` row of
+// docs/install.md in step with the profiles make run-local applies: those
+// of config/samples, read as the run reads them.
+func TestInstallListsSampleProfiles(t *testing.T) {
+	root := testenv.RepoRoot()
+	data, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `--samples` \\|.*\\(profiles (.*)\\) \\|$").FindSubmatch(data)
+	if row == nil {
+		t.Fatal("docs/install.md has no `--samples` row naming the profiles")
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllSubmatch(row[1], -1) {
+		documented = append(documented, string(m[1]))
+	}
+	objs, err := localcluster.ReadManifests(filepath.Join(root, "config", "samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	for _, obj := range objs {
+		applied = append(applied, obj.GetName())
+	}
+	if diff := cmp.Diff(applied, documented, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("profiles in docs/install.md (-applied +documented):\n%s", diff)
 	}
 }

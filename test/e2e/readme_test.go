@@ -85,7 +85,7 @@ var walkthrough = []step{
 	{"kubectl apply -f config/samples/pods/train.yaml", contains("pod/train-0 created")},
 	{"kubectl wait --for=create waitingpod/train-0", contains("condition met")},
 	{"kubectl wait --for=condition=Waiting waitingpod/train-0", contains("condition met")},
-	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+node-\d+\s+approvals\s+ManualApproval\s+True\s+\d{4}-`)},
+	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+approvals\s+True\s+\S+\s*$`)},
 	{`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`, contains("waitingpod/train-0 approved")},
 	{"kubectl wait --for=condition=Ready pod/train-0", contains("condition met")},
 	{"kubectl get events --field-selector involvedObject.name=train-0", func(out string) {
@@ -98,8 +98,8 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring("pod/worker-3 created"))
 	}},
 	{"kubectl wait podgroup/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
-	{"kubectl get waitingpods", func(out string) {
-		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s+False\s.*Coscheduling: 3/4 members assigned`).FindAllString(out, -1)).To(HaveLen(3), out)
+	{"kubectl get waitingpods -o wide", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s+False\s+\d{4}-\S+\s+Coscheduling: 3/4 members assigned\s`).FindAllString(out, -1)).To(HaveLen(3), out)
 	}},
 	{"kubectl get podgroups", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
 	// Every node: which ones have room left depends on where the earlier
@@ -202,6 +202,13 @@ func startLocalRun() *localRun {
 	dir, err := os.MkdirTemp("", "run-local-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
+	return startLocalRunIn(dir)
+}
+
+// startLocalRunIn starts `make run-local` with LOCAL_DIR=dir and waits
+// until it is ready.
+func startLocalRunIn(dir string) *localRun {
+	GinkgoHelper()
 	r := &localRun{dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
 	// The README's command, with the kubeconfig in a directory of this test
 	// and the metrics and probe ports left to the system, so a developer's

@@ -572,19 +572,15 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 		out := run("alice", "get", "waitingpods", "-n", ns)
 		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
-			"NAME", "POD", "NODE", "PROFILE", "GROUP", "PLUGINS", "DECIDABLE", "DECISION", "EXPIRES", "MESSAGE", "AGE"}))
+			"NAME", "POD", "PROFILE", "GROUP", "DECIDABLE", "DECISION", "MESSAGE", "AGE"}))
 		rows := table(out)
-		// The Plugins column shows the first pending plugin only (the API
-		// server prints one value per cell); Decidable says whether
-		// ManualApproval is among them.
+		// Decidable says whether ManualApproval is among the pending
+		// plugins, which -o wide lists.
 		Expect(rows).To(HaveKeyWithValue("cols-0", And(
 			HaveKeyWithValue("GROUP", "cols"),
-			HaveKeyWithValue("PLUGINS", "Coscheduling"),
 			HaveKeyWithValue("DECIDABLE", "True"),
 			HaveKeyWithValue("MESSAGE", "Coscheduling: 3/4 members assigned"))))
-		Expect(rows).To(HaveKeyWithValue("cols-1", And(
-			HaveKeyWithValue("PLUGINS", "Coscheduling"),
-			HaveKeyWithValue("DECIDABLE", "False"))))
+		Expect(rows).To(HaveKeyWithValue("cols-1", HaveKeyWithValue("DECIDABLE", "False")))
 		Expect(rows).To(HaveKeyWithValue("plain", And(
 			HaveKeyWithValue("GROUP", ""), HaveKeyWithValue("DECIDABLE", ""), HaveKeyWithValue("MESSAGE", ""))))
 	})
@@ -925,6 +921,56 @@ spec:
 
 		Expect(run("alice", "approve", "pod/train-0", "-n", ns)).To(Equal(decidedLine("waitingpod/train-0", "approved", pod.UID, "profile undo-approvals")))
 		Eventually(boundTo).Should(Equal("undo-node"))
+	})
+
+	It("adds the node, the deadline and every pending plugin in kubectl get -o wide", func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wide-"}}
+		Expect(adminClient.Create(ctx, n)).To(Succeed())
+		ns := n.Name
+		applyProfile("wide-columns", "  plugins:\n    multiPoint:\n      enabled:\n      - name: Coscheduling\n      - name: ManualApproval\n"+
+			"    queueSort:\n      enabled:\n      - name: Coscheduling\n      disabled:\n      - name: \"*\"")
+		Eventually(accepted("wide-columns")).Should(HaveField("Status", metav1.ConditionTrue))
+		// Both members are held by ManualApproval, so neither counts toward
+		// the gang's quorum yet: Coscheduling holds both too.
+		Expect(adminClient.Create(ctx, &podgroupv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pair"},
+			Spec:       podgroupv1alpha1.PodGroupSpec{MinMember: 2},
+		})).To(Succeed())
+		for _, name := range []string{"pair-0", "pair-1"} {
+			pod := testenv.Pod(ns, name, "wide-columns", "100m", "100Mi")
+			pod.Labels = map[string]string{podgroupv1alpha1.PodGroupLabel: "pair"}
+			Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		}
+		Eventually(func() []schedulingv1alpha1.PendingPlugin {
+			wp := &schedulingv1alpha1.WaitingPod{}
+			_ = adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pair-0"}, wp)
+			return wp.Status.PendingPlugins
+		}).Should(HaveLen(2))
+
+		out := run("alice", "get", "waitingpods", "-n", ns)
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).NotTo(ContainElements("NODE", "PLUGINS", "EXPIRES"))
+		// Each status write of the mirror adds what it has seen so far.
+		Eventually(func(g Gomega) {
+			out := run("alice", "get", "waitingpods", "-n", ns, "-o", "wide")
+			g.Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
+				"NAME", "POD", "NODE", "PROFILE", "GROUP", "PLUGINS", "DECIDABLE", "DECISION", "EXPIRES", "MESSAGE", "AGE"}))
+			g.Expect(table(out)).To(HaveKeyWithValue("pair-0", And(
+				HaveKeyWithValue("NODE", "undo-node"),
+				HaveKeyWithValue("PLUGINS", "Coscheduling,ManualApproval"),
+				HaveKeyWithValue("DECIDABLE", "True"),
+				HaveKeyWithValue("EXPIRES", MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)))), out)
+		}).Should(Succeed())
+
+		// Rejecting a member rejects its gang: nothing holds either pod,
+		// and nothing of what held them stays in the columns.
+		Expect(run("alice", "reject", "pair-1", "-n", ns, "--reason", "columns")).To(ContainSubstring("rejected"))
+		Eventually(func(g Gomega) {
+			out := run("alice", "get", "waitingpods", "-n", ns, "-o", "wide")
+			for _, name := range []string{"pair-0", "pair-1"} {
+				g.Expect(table(out)).To(HaveKeyWithValue(name, And(
+					HaveKeyWithValue("PLUGINS", ""), HaveKeyWithValue("EXPIRES", ""))), out)
+			}
+		}).Should(Succeed())
 	})
 
 	It("shows no group for pods of a profile without Coscheduling, and approving the group releases none", func() {

@@ -97,7 +97,7 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		Expect(wp.Status.Expires).To(Equal(wp.Status.PendingPlugins[0].Deadline))
 		Expect(wp.OwnerReferences).To(ConsistOf(And(HaveField("Kind", "Pod"), HaveField("UID", pod.UID))))
 
-		table := kubectlOK("get", "waitingpods", "-A")
+		table := kubectlOK("get", "waitingpods", "-A", "-o", "wide")
 		Expect(table).To(ContainSubstring("POD"))
 		Expect(table).To(MatchRegexp(`%s\s+train-0\s+train-0\s+%s\s+approvals\s+ManualApproval\s+True\s+\d{4}-\d\d-\d\dT\S+\s+\S+\n`, ns, wp.Status.NodeName))
 
