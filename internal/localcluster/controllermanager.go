@@ -10,19 +10,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// ControllerManagerControllers are the kube-controller-manager controllers
-// the local cluster runs: the PV binder that binds claims to volumes and
-// hands claims to external provisioners, the ephemeral volume controller
-// that creates the claims of pods' generic ephemeral volumes, the
-// protection controllers that let a claim or volume in use be deleted only
-// once nothing uses it (the API server's StorageObjectInUseProtection
-// admission adds their finalizers to every claim and volume), and the
-// garbage collector that removes dependents of deleted owners. Nothing
-// else: no node lifecycle controller, whose heartbeat checks would evict
-// the simulated nodes.
-func ControllerManagerControllers() []string {
+// VolumeControllers are the kube-controller-manager controllers that
+// volumes need: the PV binder that binds claims to volumes and hands
+// claims to external provisioners, the ephemeral volume controller that
+// creates the claims of pods' generic ephemeral volumes, the protection
+// controllers that let a claim or volume in use be deleted only once
+// nothing uses it (the API server's StorageObjectInUseProtection admission
+// adds their finalizers to every claim and volume), and the garbage
+// collector that removes dependents of deleted owners.
+func VolumeControllers() []string {
 	return []string{
 		"persistentvolume-binder-controller",
 		"ephemeral-volume-controller",
@@ -32,23 +32,111 @@ func ControllerManagerControllers() []string {
 	}
 }
 
+// WorkloadControllers are the kube-controller-manager controllers that
+// users' workloads need on top of VolumeControllers: the ones that turn
+// Deployments, ReplicaSets, StatefulSets (and their volumeClaimTemplates),
+// Jobs, CronJobs and DaemonSets into pods, PodDisruptionBudgets' status,
+// the removal of finished Jobs and of pods bound to deleted nodes, and
+// namespaces with their service accounts and tokens. Not the node
+// lifecycle or taint eviction controllers: the simulated nodes send no
+// heartbeats, so those would mark them unreachable and evict their pods.
+func WorkloadControllers() []string {
+	return []string{
+		"deployment-controller",
+		"replicaset-controller",
+		"statefulset-controller",
+		"job-controller",
+		"cronjob-controller",
+		"daemonset-controller",
+		"disruption-controller",
+		"pod-garbage-collector-controller",
+		"ttl-after-finished-controller",
+		"namespace-controller",
+		"serviceaccount-controller",
+		"serviceaccount-token-controller",
+	}
+}
+
+// AllControllers are VolumeControllers and WorkloadControllers: what the
+// local run starts.
+func AllControllers() []string {
+	return append(VolumeControllers(), WorkloadControllers()...)
+}
+
 // controllerManagerStopTimeout is how long Stop waits for
 // kube-controller-manager to exit after SIGTERM before killing it.
 const controllerManagerStopTimeout = 30 * time.Second
 
-// ControllerManagerArgs are the kube-controller-manager flags for a cluster
-// reached with kubeconfig: the controllers above, no serving port (so it
-// listens on nothing at all), no leader election and no per-controller
-// service accounts, which would need the service account token machinery.
-func ControllerManagerArgs(kubeconfig string) []string {
-	return []string{
-		"--kubeconfig=" + kubeconfig,
-		"--controllers=" + strings.Join(ControllerManagerControllers(), ","),
+// ControllerManagerConfig says how to run kube-controller-manager.
+type ControllerManagerConfig struct {
+	// Kubeconfig reaches the cluster as a member of system:masters.
+	Kubeconfig string
+	// Controllers is the value of --controllers, in kube-controller-
+	// manager's syntax ('*' for its defaults, 'name', '-name'); empty
+	// means VolumeControllers.
+	Controllers []string
+	// ServiceAccountKeyFile is the private key that signs service account
+	// tokens, the one kube-apiserver's --service-account-signing-key-file
+	// names; RootCAFile is the CA bundle put into token Secrets. The token
+	// controller needs both and is off without them.
+	ServiceAccountKeyFile string
+	RootCAFile            string
+}
+
+// EnvironmentControllerManagerConfig is the configuration of a
+// kube-controller-manager for env, which must be started: controllers,
+// the kubeconfig at kubeconfig, the key env's kube-apiserver signs service
+// account tokens with (envtest writes it into the API server's certificate
+// directory unless --service-account-signing-key-file names another) and
+// env's CA, written into dir.
+func EnvironmentControllerManagerConfig(env *envtest.Environment, kubeconfig string, controllers []string, dir string) (ControllerManagerConfig, error) {
+	if env.Config == nil {
+		return ControllerManagerConfig{}, errors.New("start the environment before kube-controller-manager")
+	}
+	api := env.ControlPlane.GetAPIServer()
+	key := filepath.Join(api.CertDir, "sa-signer.key")
+	if set := api.Configure().Get("service-account-signing-key-file").Get(nil); len(set) > 0 {
+		key = set[0]
+	}
+	if _, err := os.Stat(key); err != nil {
+		return ControllerManagerConfig{}, fmt.Errorf("the API server's service account signing key: %w", err)
+	}
+	rootCA := filepath.Join(dir, "root-ca.crt")
+	if err := os.WriteFile(rootCA, env.Config.CAData, 0o600); err != nil {
+		return ControllerManagerConfig{}, err
+	}
+	return ControllerManagerConfig{
+		Kubeconfig:            kubeconfig,
+		Controllers:           controllers,
+		ServiceAccountKeyFile: key,
+		RootCAFile:            rootCA,
+	}, nil
+}
+
+// ControllerManagerArgs are the kube-controller-manager flags of config: no
+// serving port (so it listens on nothing at all), no leader election and
+// no per-controller service accounts (every controller acts as the user of
+// the kubeconfig).
+func ControllerManagerArgs(config ControllerManagerConfig) []string {
+	controllers := config.Controllers
+	if len(controllers) == 0 {
+		controllers = VolumeControllers()
+	}
+	args := []string{
+		"--kubeconfig=" + config.Kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--bind-address=127.0.0.1",
 	}
+	if config.ServiceAccountKeyFile != "" {
+		args = append(args, "--service-account-private-key-file="+config.ServiceAccountKeyFile)
+	}
+	if config.RootCAFile != "" {
+		args = append(args, "--root-ca-file="+config.RootCAFile)
+	}
+	return args
 }
 
 // ControllerManager is a running kube-controller-manager process.
@@ -59,9 +147,9 @@ type ControllerManager struct {
 }
 
 // StartControllerManager starts the kube-controller-manager binary of
-// assetsDir against the cluster of kubeconfig (a kubeconfig of a
-// system:masters user), logging to out (nil: discarded). Stop it when done.
-func StartControllerManager(assetsDir, kubeconfig string, out io.Writer) (*ControllerManager, error) {
+// assetsDir as config says, logging to out (nil: discarded). Stop it when
+// done.
+func StartControllerManager(assetsDir string, config ControllerManagerConfig, out io.Writer) (*ControllerManager, error) {
 	bin := filepath.Join(assetsDir, "kube-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager not found in %s: run make control-plane (hack/build-control-plane.sh builds it next to kube-apiserver and etcd)", assetsDir)
@@ -69,7 +157,7 @@ func StartControllerManager(assetsDir, kubeconfig string, out io.Writer) (*Contr
 	if out == nil {
 		out = io.Discard
 	}
-	cmd := exec.Command(bin, ControllerManagerArgs(kubeconfig)...)
+	cmd := exec.Command(bin, ControllerManagerArgs(config)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
 	thread := startLockedThread()
