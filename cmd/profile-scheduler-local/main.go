@@ -399,6 +399,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		"kubectl get waitingpods",
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
+		"kubectl label nodes node-0 node-1 node-2 gang=workers",
 		"kubectl get waitingpods,podgroups -o wide",
 	}
 	if o.storage {
