@@ -412,6 +412,31 @@ EOF`)
 		Expect(err).NotTo(HaveOccurred())
 	})
 
+	It("fills in service account token Secrets with tokens the API server accepts", func() {
+		env := append(os.Environ(), "KUBECONFIG="+filepath.Join(run.dir, "kubeconfig"))
+		_, err := shell(env, `kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Secret
+metadata:
+  name: default-token
+  annotations:
+    kubernetes.io/service-account.name: default
+type: kubernetes.io/service-account-token
+EOF`)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(shell, env, "kubectl delete secret default-token")
+		ca := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Eventually(func(g Gomega) {
+			_, err := shell(env, `kubectl get secret default-token -o jsonpath='{.data.ca\.crt}' | base64 -d > `+ca+` && test -s `+ca)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		// Only the token, signed by kube-controller-manager, authenticates.
+		out, err := shell(env, `kubectl --kubeconfig=/dev/null --server="$(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')" `+
+			`--certificate-authority=`+ca+` --token="$(kubectl get secret default-token -o jsonpath='{.data.token}' | base64 -d)" auth whoami`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`Username\s+system:serviceaccount:default:default`))
+	})
+
 	It("stops everything it started on Ctrl-C, and removes its kubeconfig", func() {
 		procs := descendants(run.cmd.Process.Pid)
 		Expect(len(procs)).To(BeNumerically(">=", 3), "make, profile-scheduler-local, kube-apiserver and etcd")
