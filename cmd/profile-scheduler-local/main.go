@@ -288,11 +288,20 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	printBanner(out, cluster.Host(), kubeconfig, o, len(nodes), profiles)
 	log.Info("Ready; press Ctrl-C to stop")
+	// A workload's pods depend on kube-controller-manager: without it the
+	// run would go on with no pods and no hint (a name in --controllers it
+	// does not know makes it exit).
+	var kcmExited <-chan struct{}
+	if kcm := cluster.ControllerManager(); kcm != nil {
+		kcmExited = kcm.Exited()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case err := <-mgrErr:
 		return fmt.Errorf("operator stopped: %w", err)
+	case <-kcmExited:
+		return cluster.ControllerManager().Err()
 	}
 }
 

@@ -269,6 +269,10 @@ func (c *Cluster) Processes() []Process {
 	return ps
 }
 
+// ControllerManager is kube-controller-manager, or nil when Start was not
+// asked to run it.
+func (c *Cluster) ControllerManager() *ControllerManager { return c.kcm }
+
 // Host is the API server's URL.
 func (c *Cluster) Host() string { return strings.TrimSuffix(c.Config.Host, "/") }
 

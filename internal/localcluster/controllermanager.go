@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -141,10 +142,16 @@ func ControllerManagerArgs(config ControllerManagerConfig) []string {
 
 // ControllerManager is a running kube-controller-manager process.
 type ControllerManager struct {
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
+	// tail keeps the end of the process's output, to say why it exited.
+	tail *tailBuffer
 	done chan struct{}
 	err  error
 }
+
+// controllerManagerTail is how much of kube-controller-manager's last
+// output Err quotes.
+const controllerManagerTail = 2048
 
 // StartControllerManager starts the kube-controller-manager binary of
 // assetsDir as config says, logging to out (nil: discarded). Stop it when
@@ -158,6 +165,8 @@ func StartControllerManager(assetsDir string, config ControllerManagerConfig, ou
 		out = io.Discard
 	}
 	cmd := exec.Command(bin, ControllerManagerArgs(config)...)
+	tail := &tailBuffer{max: controllerManagerTail}
+	out = io.MultiWriter(out, tail)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childProcAttr()
 	thread := startLockedThread()
@@ -167,7 +176,7 @@ func StartControllerManager(assetsDir string, config ControllerManagerConfig, ou
 		thread.close()
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
-	cm := &ControllerManager{cmd: cmd, done: make(chan struct{})}
+	cm := &ControllerManager{cmd: cmd, tail: tail, done: make(chan struct{})}
 	go func() {
 		defer close(cm.done)
 		cm.err = cmd.Wait()
@@ -181,6 +190,17 @@ func (cm *ControllerManager) Pid() int { return cm.cmd.Process.Pid }
 
 // Exited is closed once the process has ended.
 func (cm *ControllerManager) Exited() <-chan struct{} { return cm.done }
+
+// Err says why the process ended, quoting the end of its output; nil
+// while it runs.
+func (cm *ControllerManager) Err() error {
+	select {
+	case <-cm.done:
+	default:
+		return nil
+	}
+	return fmt.Errorf("kube-controller-manager exited (%v); its last output:\n%s", cm.err, cm.tail.String())
+}
 
 // Stop sends SIGTERM and waits for the process to exit, killing it if it
 // has not after a while. Stopping a stopped manager does nothing.
@@ -201,4 +221,29 @@ func (cm *ControllerManager) Stop() error {
 		<-cm.done
 		return fmt.Errorf("kube-controller-manager (pid %d) did not stop within %s of SIGTERM and was killed", cm.Pid(), controllerManagerStopTimeout)
 	}
+}
+
+// tailBuffer keeps the last max bytes written to it. The process's output
+// is copied by os/exec from one goroutine, while String may be called from
+// another once the process has exited: mu guards buf.
+type tailBuffer struct {
+	max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }

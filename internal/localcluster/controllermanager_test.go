@@ -1,8 +1,11 @@
 package localcluster
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -80,5 +83,37 @@ func TestStartControllerManagerWithoutBinary(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
+	}
+}
+
+func TestControllerManagerErrQuotesItsLastOutput(t *testing.T) {
+	dir := t.TempDir()
+	// A stand-in that fails as kube-controller-manager does on a name it
+	// does not know, after more output than Err quotes.
+	script := "#!/bin/sh\nprintf '%05000d\\n' 0\necho '\"foo-controller\" is not in the list of known controllers' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "kube-controller-manager"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := StartControllerManager(dir, ControllerManagerConfig{Kubeconfig: "kubeconfig", Controllers: []string{"foo-controller"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cm.Exited():
+	case <-time.After(30 * time.Second):
+		_ = cm.Stop()
+		t.Fatal("the stand-in did not exit")
+	}
+	err = cm.Err()
+	if err == nil {
+		t.Fatal("Err is nil after the process failed")
+	}
+	for _, want := range []string{"exit status 1", `"foo-controller" is not in the list of known controllers`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Err %q does not say %q", err, want)
+		}
+	}
+	if len(err.Error()) > controllerManagerTail+100 {
+		t.Errorf("Err quotes %d bytes, more than the last %d of the output", len(err.Error()), controllerManagerTail)
 	}
 }
