@@ -1,8 +1,9 @@
 // Command profile-scheduler-local runs the whole product on this machine in
 // the foreground: a throw-away kube-apiserver and etcd on loopback, the CRDs,
 // the approver ClusterRole and the admission policy, simulated nodes across
-// three zones with a simulated kubelet, kube-controller-manager's volume
-// controllers with a simulated local-volume provisioner and the `local`
+// three zones with a simulated kubelet, kube-controller-manager with the
+// controllers workloads and volumes need (Deployments, StatefulSets, Jobs,
+// claims...), a simulated local-volume provisioner and the `local`
 // StorageClass it serves, the sample profiles, and the operator itself, in
 // this process. It writes an administrator's kubeconfig and prints the
 // kubectl commands to try. Ctrl-C stops everything it started. On Linux the
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -58,6 +60,8 @@ type options struct {
 	nodes       int
 	kubelet     bool
 	storage     bool
+	controllers string
+	runTime     time.Duration
 	samples     bool
 	metricsAddr string
 	probeAddr   string
@@ -76,7 +80,9 @@ func main() {
 	flag.StringVar(&o.pluginDir, "plugin-dir", "", "Directory holding kubectl-approve and kubectl-reject, for the PATH printed (default: this binary's directory).")
 	flag.IntVar(&o.nodes, "nodes", 6, "Number of simulated nodes, spread over three zones.")
 	flag.BoolVar(&o.kubelet, "kubelet", true, "Simulate kubelets: bound pods turn Running and deleted pods go away at once.")
-	flag.BoolVar(&o.storage, "storage", true, "Run kube-controller-manager's volume controllers and a simulated local-volume provisioner, with the StorageClass of config/samples/storage: claims of pods get volumes on the pod's node.")
+	flag.BoolVar(&o.storage, "storage", true, "Run a simulated local-volume provisioner, with the StorageClass of config/samples/storage: claims of pods get volumes on the pod's node.")
+	flag.StringVar(&o.controllers, "controllers", strings.Join(localcluster.AllControllers(), ","), "kube-controller-manager's --controllers, comma-separated: 'name' runs a controller, '-name' leaves it out, '*' runs kube-controller-manager's defaults (whose node lifecycle controller evicts the simulated nodes' pods); empty runs no kube-controller-manager.")
+	flag.DurationVar(&o.runTime, "simulated-run-time", 30*time.Second, "How long the simulated kubelet lets a pod with restartPolicy Never or OnFailure (a Job's pod) run before it succeeds; 0: for ever.")
 	flag.BoolVar(&o.samples, "samples", true, "Apply the sample SchedulingProfiles of config/samples.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "Loopback address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Loopback address of the health probes; 0 disables them.")
@@ -138,6 +144,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("%s: %w", flagName, err)
 		}
 	}
+	controllers, err := parseControllers(o.controllers)
+	if err != nil {
+		return fmt.Errorf("--controllers: %w", err)
+	}
+	if o.runTime < 0 {
+		return fmt.Errorf("--simulated-run-time must not be negative, got %s", o.runTime)
+	}
 	if o.nodes < 0 {
 		return fmt.Errorf("--nodes must not be negative, got %d", o.nodes)
 	}
@@ -170,11 +183,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := localcluster.WriteStateFile(stateFile, []localcluster.Process{self}); err != nil {
 		return err
 	}
-	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion, "kube-controller-manager", o.storage)
+	log.Info("Starting kube-apiserver and etcd on loopback", "version", localcluster.KubernetesVersion, "kube-controller-manager", controllers)
 	cluster, err := localcluster.Start(localcluster.Options{
 		AssetsDir:         o.assets,
 		CRDDir:            filepath.Join(o.configDir, "crd", "bases"),
-		ControllerManager: o.storage,
+		ControllerManager: len(controllers) > 0,
+		Controllers:       controllers,
 		Dir:               clusterDir,
 	})
 	if err != nil {
@@ -226,7 +240,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}()
 	if o.kubelet {
 		factory := informers.NewSharedInformerFactory(cluster.Clientset, 0)
-		kubelet, err := localcluster.NewKubelet(cluster.Clientset, factory)
+		kubelet, err := localcluster.NewKubelet(cluster.Clientset, factory, localcluster.WithSimulatedRunTime(o.runTime))
 		if err != nil {
 			return err
 		}
@@ -244,7 +258,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		factory.Start(runCtx.Done())
 		background = append(background, goDone(func() { provisioner.Run(runCtx); factory.Shutdown() }))
-		log.Info("Started kube-controller-manager's volume controllers and the simulated local-volume provisioner", "provisioner", localcluster.SimulatedProvisionerName)
+		log.Info("Started the simulated local-volume provisioner", "provisioner", localcluster.SimulatedProvisionerName)
 	}
 
 	mgr, err := newManager(runCtx, cluster.Config, o)
@@ -274,11 +288,20 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	printBanner(out, cluster.Host(), kubeconfig, o, len(nodes), profiles)
 	log.Info("Ready; press Ctrl-C to stop")
+	// A workload's pods depend on kube-controller-manager: without it the
+	// run would go on with no pods and no hint (a name in --controllers it
+	// does not know makes it exit).
+	var kcmExited <-chan struct{}
+	if kcm := cluster.ControllerManager(); kcm != nil {
+		kcmExited = kcm.Exited()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case err := <-mgrErr:
 		return fmt.Errorf("operator stopped: %w", err)
+	case <-kcmExited:
+		return cluster.ControllerManager().Err()
 	}
 }
 
@@ -385,6 +408,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		"kubectl get waitingpods",
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
+		"kubectl label nodes node-0 node-1 node-2 gang=workers",
 		"kubectl get waitingpods,podgroups -o wide",
 	}
 	if o.storage {
@@ -401,6 +425,23 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 	_, _ = io.WriteString(out, b.String())
 }
 
+// parseControllers splits a --controllers value, refusing what
+// kube-controller-manager could not read as controller names.
+func parseControllers(value string) ([]string, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	var controllers []string
+	for _, c := range strings.Split(value, ",") {
+		c = strings.TrimSpace(c)
+		if c != "*" && !controllerName.MatchString(c) {
+			return nil, fmt.Errorf("%q is not a controller name, '-name' or '*' (kube-controller-manager --help lists the names)", c)
+		}
+		controllers = append(controllers, c)
+	}
+	return controllers, nil
+}
+
 // loopbackOnly refuses an address that would listen beyond this machine.
 func loopbackOnly(addr string) error {
 	if addr == "0" || operator.IsLoopbackAddress(addr) {
@@ -408,6 +449,9 @@ func loopbackOnly(addr string) error {
 	}
 	return errors.New("the local run listens on loopback only: use 127.0.0.1:PORT")
 }
+
+// controllerName is a kube-controller-manager controller, or one left out.
+var controllerName = regexp.MustCompile(`^-?[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func goDone(fn func()) <-chan struct{} {
 	done := make(chan struct{})

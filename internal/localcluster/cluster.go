@@ -1,6 +1,7 @@
 // Package localcluster runs a throw-away Kubernetes control plane on
-// loopback (kube-apiserver, etcd and optionally kube-controller-manager's
-// volume controllers, the binaries the tests build) and fills it with
+// loopback (kube-apiserver, etcd and optionally kube-controller-manager
+// with the controllers volumes and workloads need, the binaries the tests
+// build) and fills it with
 // simulated parts: Nodes that report capacity and Ready, an optional
 // simulated kubelet that marks bound pods Running, and an optional
 // simulated local-volume provisioner. The local run
@@ -64,8 +65,11 @@ type Options struct {
 	// Output, when set, receives the control plane's own logs.
 	Output bool
 	// ControllerManager starts kube-controller-manager (from the same
-	// directory) with ControllerManagerControllers, so claims get bound.
+	// directory) with Controllers.
 	ControllerManager bool
+	// Controllers are kube-controller-manager's --controllers; empty
+	// means VolumeControllers, so claims get bound.
+	Controllers []string
 	// ControllerManagerOutput receives kube-controller-manager's logs;
 	// nil discards them.
 	ControllerManagerOutput io.Writer
@@ -144,7 +148,7 @@ func Start(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	if o.ControllerManager {
-		if err := c.startControllerManager(dir, o.ControllerManagerOutput); err != nil {
+		if err := c.startControllerManager(dir, o.Controllers, o.ControllerManagerOutput); err != nil {
 			_ = c.Stop()
 			return nil, err
 		}
@@ -212,7 +216,7 @@ func (c *Cluster) pidFile(name string) string { return filepath.Join(c.dir, name
 
 // startControllerManager starts kube-controller-manager as a member of
 // system:masters, with a kubeconfig of its own in a private directory.
-func (c *Cluster) startControllerManager(assetsDir string, out io.Writer) error {
+func (c *Cluster) startControllerManager(assetsDir string, controllers []string, out io.Writer) error {
 	_, data, err := c.AddUser("kube-controller-manager", "system:masters")
 	if err != nil {
 		return err
@@ -221,7 +225,11 @@ func (c *Cluster) startControllerManager(assetsDir string, out io.Writer) error 
 	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
 		return err
 	}
-	c.kcm, err = StartControllerManager(assetsDir, kubeconfig, out)
+	config, err := EnvironmentControllerManagerConfig(c.env, kubeconfig, controllers, c.dir)
+	if err != nil {
+		return err
+	}
+	c.kcm, err = StartControllerManager(assetsDir, config, out)
 	return err
 }
 
@@ -260,6 +268,10 @@ func (c *Cluster) Processes() []Process {
 	}
 	return ps
 }
+
+// ControllerManager is kube-controller-manager, or nil when Start was not
+// asked to run it.
+func (c *Cluster) ControllerManager() *ControllerManager { return c.kcm }
 
 // Host is the API server's URL.
 func (c *Cluster) Host() string { return strings.TrimSuffix(c.Config.Host, "/") }

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,21 +18,35 @@ import (
 )
 
 // Kubelet simulates the kubelets of all simulated nodes, just enough for
-// kubectl to show a believable cluster: a pod bound to a node starts
-// Running and Ready at once, and a bound pod being deleted goes away at
-// once (a real kubelet confirms the deletion once its containers stopped;
-// without one, a bound pod would stay Terminating for ever). Nothing runs,
-// and no heartbeats are sent: with no node lifecycle controller, node
-// conditions never go stale.
+// kubectl and the workload controllers to see a believable cluster: a pod
+// bound to a node starts Running and Ready at once, a pod that may finish
+// (restartPolicy Never or OnFailure, as a Job's pods) succeeds once it has
+// run for the simulated run time, so Jobs complete, and a bound pod being
+// deleted goes away at once (a real kubelet confirms the deletion once its
+// containers stopped; without one, a bound pod would stay Terminating for
+// ever). Nothing runs, and no heartbeats are sent: with no node lifecycle
+// controller, node conditions never go stale.
 type Kubelet struct {
 	client kubernetes.Interface
-	pods   listersv1.PodLister
-	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	synced cache.InformerSynced
+	// runTime is how long a pod that may finish runs; zero: for ever.
+	runTime time.Duration
+	pods    listersv1.PodLister
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	synced  cache.InformerSynced
+}
+
+// KubeletOption configures a simulated kubelet.
+type KubeletOption func(*Kubelet)
+
+// WithSimulatedRunTime makes pods whose restartPolicy is Never or
+// OnFailure succeed, all containers exiting 0, once they have run for d.
+// Without it they run for ever.
+func WithSimulatedRunTime(d time.Duration) KubeletOption {
+	return func(k *Kubelet) { k.runTime = d }
 }
 
 // NewKubelet returns a simulated kubelet; factory must not be started yet.
-func NewKubelet(client kubernetes.Interface, factory informers.SharedInformerFactory) (*Kubelet, error) {
+func NewKubelet(client kubernetes.Interface, factory informers.SharedInformerFactory, opts ...KubeletOption) (*Kubelet, error) {
 	informer := factory.Core().V1().Pods()
 	k := &Kubelet{
 		client: client,
@@ -44,6 +59,9 @@ func NewKubelet(client kubernetes.Interface, factory informers.SharedInformerFac
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
 			k.queue.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		}
+	}
+	for _, opt := range opts {
+		opt(k)
 	}
 	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
@@ -98,9 +116,17 @@ func (k *Kubelet) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return err
 	}
-	if pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" {
-		return nil
+	switch pod.Status.Phase {
+	case corev1.PodPending, "":
+		return k.start(ctx, pod)
+	case corev1.PodRunning:
+		return k.finish(ctx, pod)
 	}
+	return nil
+}
+
+// start marks pod Running and Ready.
+func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) error {
 	running := pod.DeepCopy()
 	now := metav1.Now()
 	running.Status.Phase = corev1.PodRunning
@@ -115,7 +141,43 @@ func (k *Kubelet) sync(ctx context.Context, key types.NamespacedName) error {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
-	_, err = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, running, metav1.UpdateOptions{})
+	return k.updateStatus(ctx, running)
+}
+
+// finish marks pod Succeeded once it has run for the simulated run time,
+// if it is a pod that may finish; before that, it looks at pod again when
+// the time is up.
+func (k *Kubelet) finish(ctx context.Context, pod *corev1.Pod) error {
+	if k.runTime <= 0 || pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" || pod.Status.StartTime == nil {
+		return nil
+	}
+	if left := time.Until(pod.Status.StartTime.Add(k.runTime)); left > 0 {
+		k.queue.AddAfter(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, left)
+		return nil
+	}
+	done := pod.DeepCopy()
+	now := metav1.Now()
+	done.Status.Phase = corev1.PodSucceeded
+	// As a kubelet reports a pod whose containers all completed.
+	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+		setCondition(&done.Status, corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: now})
+	}
+	for i, c := range done.Status.ContainerStatuses {
+		started := now
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		done.Status.ContainerStatuses[i].Ready = false
+		done.Status.ContainerStatuses[i].Started = ptr.To(false)
+		done.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: now,
+		}}
+	}
+	return k.updateStatus(ctx, done)
+}
+
+func (k *Kubelet) updateStatus(ctx context.Context, pod *corev1.Pod) error {
+	_, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

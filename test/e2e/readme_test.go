@@ -95,27 +95,32 @@ var walkthrough = []step{
 	}},
 	{"kubectl apply -f config/samples/pods/gang.yaml", func(out string) {
 		Expect(out).To(ContainSubstring("podgroup.scheduling.x-k8s.io/workers created"))
-		Expect(out).To(ContainSubstring("pod/worker-3 created"))
+		Expect(out).To(ContainSubstring("job.batch/workers created"))
+	}},
+	// The workers ask for 250m CPU: every node has that much left, wherever
+	// the earlier steps placed their pods.
+	{"kubectl label nodes node-0 node-1 node-2 gang=workers", func(out string) {
+		Expect(strings.Count(out, " labeled")).To(Equal(3), out)
 	}},
 	{"kubectl wait podgroup/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
 	{"kubectl get waitingpods -o wide", func(out string) {
-		Expect(regexp.MustCompile(`(?m)^worker-\d\s+worker-\d\s+node-\d+\s+gangs\s+workers\s+Coscheduling\s+False\s+\d{4}-\S+\s+Coscheduling: 3/4 members assigned\s`).FindAllString(out, -1)).To(HaveLen(3), out)
+		// The Job controller names indexed pods JOB-INDEX-RANDOM.
+		Expect(regexp.MustCompile(`(?m)^workers-\d-\w+\s+workers-\d-\w+\s+node-[012]\s+gangs\s+workers\s+Coscheduling\s+False\s+\d{4}-\S+\s+Coscheduling: 3/4 members assigned\s`).FindAllString(out, -1)).To(HaveLen(3), out)
 	}},
 	{"kubectl get podgroups", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
-	// Every node: which ones have room left depends on where the earlier
-	// steps placed their pods.
-	{"kubectl label nodes --all gang=workers", func(out string) {
-		Expect(strings.Count(out, " labeled")).To(Equal(6), out)
-	}},
+	{"kubectl label nodes node-3 gang=workers", contains("node/node-3 labeled")},
 	{"kubectl wait --for=condition=Ready pods -l app=workers", func(out string) {
 		Expect(strings.Count(out, "condition met")).To(Equal(4))
 	}},
 	{"kubectl get podgroup workers", matches(`(?m)^workers\s+Running\s+4\s+4\s+4\s`)},
-	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
-		Expect(out).To(ContainSubstring("persistentvolumeclaim/data-database-0 created"))
-		Expect(out).To(ContainSubstring("pod/database-0 created"))
+	{"kubectl wait --for=condition=Complete job/workers --timeout=2m", contains("job.batch/workers condition met")},
+	{"kubectl get pods -l app=workers", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^workers-[0-3]-\w+\s+0/1\s+Completed\s`).FindAllString(out, -1)).To(HaveLen(4), out)
 	}},
-	{"kubectl wait --for=condition=Ready pod/database-0", contains("condition met")},
+	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
+		Expect(out).To(ContainSubstring("statefulset.apps/database created"))
+	}},
+	{"kubectl rollout status statefulset/database", contains("roll out complete")},
 	{"kubectl get pod database-0 -o wide", func(out string) {
 		nodes := nodesOf(out)
 		Expect(nodes).To(HaveLen(1), out)
@@ -132,13 +137,13 @@ var walkthrough = []step{
 		Expect(out).To(MatchRegexp(`(?m)^pvc-[0-9a-f-]+\s+data-database-0\s+%s\s*$`, regexp.QuoteMeta(databaseNode)),
 			"the volume is on the pod's node")
 	}},
-	{"kubectl delete pods --all", func(out string) {
+	{"kubectl delete -f config/samples/pods/", func(out string) {
 		Expect(out).To(ContainSubstring(`pod "train-0" deleted`))
-		Expect(out).To(ContainSubstring(`pod "database-0" deleted`))
-		Expect(out).To(ContainSubstring(`pod "worker-3" deleted`))
+		Expect(out).To(ContainSubstring(`statefulset.apps "database" deleted`))
+		Expect(out).To(ContainSubstring(`job.batch "workers" deleted`))
+		Expect(out).To(ContainSubstring(`podgroup.scheduling.x-k8s.io "workers" deleted`))
 	}},
 	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},
-	{"kubectl delete podgroups --all", contains(`podgroup.scheduling.x-k8s.io "workers" deleted`)},
 }
 
 // databaseNode is the node of pod database-0, which its volume must be on.
@@ -366,6 +371,70 @@ var _ = Describe("The README's Try it walk-through", Ordered, func() {
 			GinkgoWriter.Printf("$ %s\n%s", s.cmd, out)
 			s.check(out)
 		}
+	})
+
+	It("runs a Deployment: kube-controller-manager creates its pods and a sample profile places them", func() {
+		env := append(os.Environ(), "KUBECONFIG="+filepath.Join(run.dir, "kubeconfig"))
+		out, err := shell(env, `kubectl apply -f - <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hello
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: hello
+  template:
+    metadata:
+      labels:
+        app: hello
+    spec:
+      schedulerName: bin-packing
+      containers:
+      - name: hello
+        image: nginx:1.27
+EOF`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("deployment.apps/hello created"))
+		Eventually(func(g Gomega) {
+			out, err := shell(env, "kubectl get pods -l app=hello --no-headers")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(regexp.MustCompile(`(?m)^hello-\S+\s+1/1\s+Running\s`).FindAllString(out, -1)).To(HaveLen(3), out)
+		}, time.Minute, time.Second).Should(Succeed())
+		// No other scheduler runs: the bin-packing profile placed them.
+		Eventually(func(g Gomega) {
+			out, err := shell(env, "kubectl get events --field-selector reason=Scheduled -o custom-columns=POD:.involvedObject.name --no-headers")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(regexp.MustCompile(`(?m)^hello-\S+$`).FindAllString(out, -1)).To(HaveLen(3), out)
+		}).Should(Succeed())
+		_, err = shell(env, "kubectl delete deployment hello")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("fills in service account token Secrets with tokens the API server accepts", func() {
+		env := append(os.Environ(), "KUBECONFIG="+filepath.Join(run.dir, "kubeconfig"))
+		_, err := shell(env, `kubectl apply -f - <<'EOF'
+apiVersion: v1
+kind: Secret
+metadata:
+  name: default-token
+  annotations:
+    kubernetes.io/service-account.name: default
+type: kubernetes.io/service-account-token
+EOF`)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(shell, env, "kubectl delete secret default-token")
+		ca := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Eventually(func(g Gomega) {
+			_, err := shell(env, `kubectl get secret default-token -o jsonpath='{.data.ca\.crt}' | base64 -d > `+ca+` && test -s `+ca)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).Should(Succeed())
+		// Only the token, signed by kube-controller-manager, authenticates.
+		out, err := shell(env, `kubectl --kubeconfig=/dev/null --server="$(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')" `+
+			`--certificate-authority=`+ca+` --token="$(kubectl get secret default-token -o jsonpath='{.data.token}' | base64 -d)" auth whoami`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`Username\s+system:serviceaccount:default:default`))
 	})
 
 	It("stops everything it started on Ctrl-C, and removes its kubeconfig", func() {

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -281,6 +282,38 @@ var _ = Describe("Scheduling pods with volumes", func() {
 		Expect(pvc).To(boundClaim())
 		Expect(pvc.Annotations).To(HaveKeyWithValue(volume.AnnSelectedNode, pod.Spec.NodeName))
 		Expect(hostnameOf(getVolume(ctx, pvc.Spec.VolumeName))).To(Equal([]string{pod.Spec.NodeName}))
+	})
+
+	It("provisions the claims of a StatefulSet's volumeClaimTemplates on the nodes of its pods", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		createNodes(ctx, "sts", "zone-a", "zone-b", "zone-c")
+		class := "local-" + ns
+		createClass(ctx, localClass(class))
+		template := podWithClaims(ns, "", "data")
+		template.Spec.Volumes = nil
+		template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		template.Labels = map[string]string{"app": "db"}
+		sts := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:             ptr.To[int32](2),
+				Selector:             &metav1.LabelSelector{MatchLabels: template.Labels},
+				Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{*claim("", "data", class, corev1.ReadWriteOnce)},
+			},
+		}
+		create(ctx, sts)
+		// Before the namespace's clean-up, which the controller would undo.
+		DeferCleanup(func(ctx context.Context) { Expect(c.Delete(ctx, sts)).To(Succeed()) })
+
+		for _, name := range []string{"db-0", "db-1"} {
+			Eventually(getPod(ctx, ns, name)).Should(HaveField("Status.Phase", corev1.PodRunning), "the StatefulSet controller creates %s once the pod before it runs", name)
+			pod := waitScheduled(ctx, ns, name)
+			pvc, err := getClaim(ctx, ns, "data-"+name)()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pvc).To(boundClaim())
+			Expect(hostnameOf(getVolume(ctx, pvc.Spec.VolumeName))).To(Equal([]string{pod.Spec.NodeName}))
+		}
 	})
 
 	It("places a pod whose Immediate claim is bound to a zonal volume in that zone", func(ctx SpecContext) {

@@ -59,7 +59,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
-	kcm, err = testenv.StartControllerManager(env, GinkgoWriter)
+	// The StatefulSet controller too, for the claims of volumeClaimTemplates.
+	kcm, err = testenv.StartControllerManager(env, GinkgoWriter, append(localcluster.VolumeControllers(), "statefulset-controller")...)
 	Expect(err).NotTo(HaveOccurred())
 
 	cfg.QPS, cfg.Burst = 200, 400

@@ -11,9 +11,9 @@ import (
 )
 
 // ControllerManager is kube-controller-manager running against a suite's
-// environment with the volume controllers (localcluster.
-// ControllerManagerControllers): the real PV binder binds claims to
-// volumes and hands claims to external provisioners.
+// environment: by default the volume controllers (localcluster.
+// VolumeControllers), so the real PV binder binds claims to volumes and
+// hands claims to external provisioners.
 type ControllerManager struct {
 	*localcluster.ControllerManager
 	dir string
@@ -23,9 +23,12 @@ type ControllerManager struct {
 // must be started, as an administrator of env, logging to out (for
 // example GinkgoWriter). The binary is taken from the directory env runs
 // kube-apiserver from (AssetsDir, so KUBEBUILDER_ASSETS when set); the
-// error names make control-plane when it is not there. Stop it before
-// stopping env.
-func StartControllerManager(env *envtest.Environment, out io.Writer) (*ControllerManager, error) {
+// error names make control-plane when it is not there. controllers are its
+// --controllers (none: localcluster.VolumeControllers); a suite that needs
+// real workloads adds localcluster.WorkloadControllers, or only the few it
+// needs, as each one costs start-up time and CPU. Stop it before stopping
+// env.
+func StartControllerManager(env *envtest.Environment, out io.Writer, controllers ...string) (*ControllerManager, error) {
 	if env.Config == nil {
 		return nil, errors.New("start the environment before kube-controller-manager")
 	}
@@ -53,7 +56,12 @@ func StartControllerManager(env *envtest.Environment, out io.Writer) (*Controlle
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	cm, err := localcluster.StartControllerManager(dir, kubeconfig, out)
+	config, err := localcluster.EnvironmentControllerManagerConfig(env, kubeconfig, controllers, tmp)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	cm, err := localcluster.StartControllerManager(dir, config, out)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return nil, err
