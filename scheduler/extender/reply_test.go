@@ -399,7 +399,7 @@ func rawTCPServer(t *testing.T, reply []byte) string {
 				return
 			}
 			go func() {
-				defer conn.Close()
+				defer func() { _ = conn.Close() }()
 				_, _ = http.ReadRequest(bufio.NewReader(conn))
 				_, _ = conn.Write(reply)
 			}()

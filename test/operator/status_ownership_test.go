@@ -55,7 +55,7 @@ func conditionOwners(obj client.Object) map[string][]string {
 				Conditions map[string]json.RawMessage `json:"f:conditions"`
 			} `json:"f:status"`
 		}
-		Expect(json.Unmarshal(f.FieldsV1.Raw, &fields)).To(Succeed())
+		Expect(json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		key := f.Manager + " " + string(f.Operation)
 		owners[key] = []string{}
 		for item := range fields.Status.Conditions {

@@ -223,7 +223,7 @@ var _ = Describe("Extenders", func() {
 					return
 				}
 				go func() {
-					defer conn.Close()
+					defer func() { _ = conn.Close() }()
 					_, _ = http.ReadRequest(bufio.NewReader(conn))
 					_, _ = conn.Write(reply)
 				}()
