@@ -389,13 +389,18 @@ type PermitPlugin interface {
 type GangPermitPlugin interface {
 	PermitPlugin
 	// HoldChanged is called for a pod the plugin holds at Permit: once in
-	// RunPermitPlugins, as soon as the pod waits (before waiting-pod
-	// observers hear of it), and again every time another plugin allows it.
-	// It runs on the caller's goroutine (the scheduling cycle, or whoever
-	// called Allow, possibly holding its own locks) with no lock of the
-	// framework held; it must not call back into other plugins. If it lets
-	// the pod go in RunPermitPlugins, RunPermitPlugins returns Success and
-	// the pod is never seen waiting, as if Permit had returned Success.
+	// RunPermitPlugins, as soon as the pod waits (before its Permit timers
+	// start and before waiting-pod observers hear of it), and again every
+	// time another plugin allows it. It runs on the caller's goroutine (the
+	// scheduling cycle, or whoever called Allow, possibly holding its own
+	// locks, possibly from within IterateOverWaitingPods). The framework
+	// holds none of its locks while it calls, nor while it runs
+	// IterateOverWaitingPods' callbacks, so HoldChanged may take its
+	// plugin's lock and use the Handle's waiting-pod methods; it must not
+	// call back into other plugins. If it lets the pod go in
+	// RunPermitPlugins, RunPermitPlugins returns Success and the pod is
+	// never seen waiting, as if Permit had returned Success, whatever the
+	// Permit timeouts (zero included).
 	HoldChanged(ctx context.Context, wp WaitingPod)
 }
 
