@@ -404,6 +404,20 @@ type GangPermitPlugin interface {
 	HoldChanged(ctx context.Context, wp WaitingPod)
 }
 
+// WaitStartedPermitPlugin is a Permit plugin that acts on a pod it holds
+// only once the pod is waiting, such as one that allows the pod when its
+// own window ends: a timer armed in Permit could end before the waiting pod
+// exists (the later Permit plugins and the gang plugin run in between), and
+// its Allow would find nothing to allow.
+type WaitStartedPermitPlugin interface {
+	PermitPlugin
+	// WaitStarted is called once in RunPermitPlugins for a pod the plugin
+	// asked to hold, once the pod waits and its Permit timers run, before
+	// waiting-pod observers hear of it; not when the pod did not wait. It
+	// runs on the scheduling cycle with no lock of the framework held.
+	WaitStarted(ctx context.Context, wp WaitingPod)
+}
+
 // MaxPermitTimeout is the longest a Permit plugin may hold a pod (upstream's maxTimeout).
 const MaxPermitTimeout = 15 * time.Minute
 

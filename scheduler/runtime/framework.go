@@ -151,6 +151,8 @@ type frameworkImpl struct {
 	// gangPlugin is the Permit plugin that lets pods go only as a group,
 	// if the profile runs one; it is told how its pods' holds change.
 	gangPlugin framework.GangPermitPlugin
+	// waitStarted are the Permit plugins told when a pod they hold waits.
+	waitStarted []framework.WaitStartedPermitPlugin
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -387,6 +389,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 					Reason: "at most one Permit plugin may hold pods as a group: each would wait for the other"}
 			}
 			f.gangPlugin = g
+		}
+		if w, ok := p.(framework.WaitStartedPermitPlugin); ok {
+			f.waitStarted = append(f.waitStarted, w)
 		}
 	}
 

@@ -573,6 +573,11 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 			}
 		}
 		wp.arm()
+		for _, pl := range f.waitStarted {
+			if _, ok := waits[pl.Name()]; ok {
+				pl.WaitStarted(ctx, wp)
+			}
+		}
 		for _, obs := range f.waitingPodObservers {
 			obs.PodWaiting(f.profileName, wp)
 		}
