@@ -492,6 +492,11 @@ type WaitingPod interface {
 	GetNodeName() string
 	// GetPendingPlugins returns the Permit plugins that have not allowed the pod yet, sorted.
 	GetPendingPlugins() []string
+	// HeldBy reports whether pluginName still holds the pod (it is not
+	// resolved and pluginName has not allowed it) and whether it alone
+	// does. Unlike GetPendingPlugins it does not allocate: gang plugins
+	// ask it of every member on the scheduling cycle.
+	HeldBy(pluginName string) (held, alone bool)
 	// GetPendingPluginDeadlines returns, per pending plugin, when its wait times out.
 	GetPendingPluginDeadlines() map[string]time.Time
 	// GetPendingPluginMessages returns, per pending plugin that said one,

@@ -577,8 +577,10 @@ func (f *frameworkImpl) AllowWaitingPodsTogether(pluginName string, pods []frame
 // waitAllowed tells the gang plugin that another plugin allowed one of the
 // pods it holds.
 func (f *frameworkImpl) waitAllowed(wp *waitingPod, pluginName string) {
-	if g := f.gangPlugin; g != nil && g.Name() != pluginName && wp.holds(g.Name()) {
-		g.HoldChanged(f.pluginCtx, wp)
+	if g := f.gangPlugin; g != nil && g.Name() != pluginName {
+		if held, _ := wp.HeldBy(g.Name()); held {
+			g.HoldChanged(f.pluginCtx, wp)
+		}
 	}
 }
 

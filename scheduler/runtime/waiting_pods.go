@@ -230,12 +230,17 @@ func (w *waitingPod) Allow(pluginName string) {
 	}
 }
 
-// holds reports whether pluginName still holds the pod.
-func (w *waitingPod) holds(pluginName string) bool {
+func (w *waitingPod) HeldBy(pluginName string) (held, alone bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.heldByLocked(pluginName)
+}
+
+// heldByLocked is HeldBy with mu held.
+func (w *waitingPod) heldByLocked(pluginName string) (held, alone bool) {
 	_, ok := w.pending[pluginName]
-	return !w.done && ok
+	held = !w.done && ok
+	return held, held && len(w.pending) == 1
 }
 
 // wasAllowed reports whether every plugin allowed the pod.
@@ -290,7 +295,7 @@ func allowTogether(pluginName string, pods []framework.WaitingPod) bool {
 	}
 	ok := true
 	for _, wp := range wps {
-		if _, held := wp.pending[pluginName]; wp.done || !held || len(wp.pending) != 1 {
+		if _, alone := wp.heldByLocked(pluginName); !alone {
 			ok = false
 			break
 		}

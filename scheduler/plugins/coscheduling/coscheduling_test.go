@@ -75,7 +75,7 @@ type envConfig struct {
 	register func(fwkruntime.Registry, *configv1.KubeSchedulerProfile) error
 }
 
-func newEnv(t *testing.T, c envConfig) *env {
+func newEnv(t testing.TB, c envConfig) *env {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
 	r := registry.New(nil)
@@ -109,7 +109,7 @@ func newEnv(t *testing.T, c envConfig) *env {
 	return e
 }
 
-func (e *env) addPod(t *testing.T, p *v1.Pod) {
+func (e *env) addPod(t testing.TB, p *v1.Pod) {
 	t.Helper()
 	if err := e.store.Add(p); err != nil {
 		t.Fatal(err)
