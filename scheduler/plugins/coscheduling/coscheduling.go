@@ -113,15 +113,16 @@ type coscheduling struct {
 	// mu guards the maps below and makes HoldChanged's count and its
 	// allowing of the waiting members one step against other
 	// HoldChanged calls, PostFilters and Unreserves. Lock order: mu, then
-	// the framework's waiting-pods lock (IterateOverWaitingPods) or a
-	// waiting pod's lock (GetPendingPlugins, Reject, SetPendingMessage,
-	// AllowWaitingPodsTogether). The framework calls plugins and its
-	// observers without holding those locks, so it never waits for mu while
-	// holding one. Other plugins may hold their own lock when they call
-	// Allow, which calls HoldChanged (ManualApproval's timer does): the
-	// plugin never calls into another plugin, so they never wait for each
-	// other the other way round. The queue calls Less under its own lock,
-	// and Less takes mu; the plugin never calls into the queue.
+	// the framework's waiting-pods lock (GetWaitingPod, briefly) or a
+	// waiting pod's lock (HeldBy, Reject, SetPendingMessage,
+	// AllowWaitingPodsTogether). The framework calls plugins, its
+	// observers and IterateOverWaitingPods' callbacks without holding
+	// those locks, so it never waits for mu while holding one. Other
+	// plugins may hold their own lock when they call Allow, which calls
+	// HoldChanged (ManualApproval's timer does): the plugin never calls
+	// into another plugin, so they never wait for each other the other way
+	// round. The queue calls Less under its own lock, and Less takes mu;
+	// the plugin never calls into the queue.
 	mu sync.Mutex
 	// admitted holds, per group full name, the UIDs of the members this
 	// plugin let past Permit (Success, or allowed as a waiting member)
