@@ -689,3 +689,43 @@ func TestIterateOverWaitingPodsCallsBackUnlocked(t *testing.T) {
 		t.Error("pod q is not waiting")
 	}
 }
+
+func TestWaitingPodHeldBy(t *testing.T) {
+	type holding struct{ held, alone bool }
+	tests := []struct {
+		name    string
+		resolve func(framework.WaitingPod)
+		want    map[string]holding
+	}{
+		{name: "held by both", want: map[string]holding{"A": {held: true}, "B": {held: true}, "C": {}}},
+		{name: "B allowed", resolve: func(wp framework.WaitingPod) { wp.Allow("B") },
+			want: map[string]holding{"A": {held: true, alone: true}, "B": {}}},
+		{name: "rejected", resolve: func(wp framework.WaitingPod) { wp.Reject("B", "no") },
+			want: map[string]holding{"A": {}, "B": {}}},
+		{name: "allowed by both", resolve: func(wp framework.WaitingPod) { wp.Allow("A"); wp.Allow("B") },
+			want: map[string]holding{"A": {}, "B": {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fw := newPermitFramework(t,
+				&permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute},
+				&permitPlugin{name: "B", status: waitStatus(), timeout: time.Minute})
+			pod := makePod("p")
+			if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+				t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+			}
+			wp := fw.GetWaitingPod(pod.UID)
+			if tt.resolve != nil {
+				tt.resolve(wp)
+			}
+			got := map[string]holding{}
+			for plugin := range tt.want {
+				held, alone := wp.HeldBy(plugin)
+				got[plugin] = holding{held, alone}
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(holding{})); diff != "" {
+				t.Errorf("HeldBy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -439,3 +439,56 @@ func TestNoPartialGangRacingDecisions(t *testing.T) {
 		}
 	}
 }
+
+// TestPermitActivatesSiblingsWithoutNodes: a member activates its siblings
+// while too few members have a node for it to complete the gang, counting
+// those another Permit plugin holds, since only siblings without a node
+// need their turn; one that may complete the gang activates none.
+func TestPermitActivatesSiblingsWithoutNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		// placed are the members already on a node: bound, or held at
+		// Permit by Coscheduling and ManualApproval.
+		bound, held  int
+		wantActivate []string
+	}{
+		{name: "the first member", wantActivate: []string{"default/m1", "default/m2", "default/m3"}},
+		{name: "one member held", held: 1, wantActivate: []string{"default/m0", "default/m2", "default/m3"}},
+		{name: "enough members held by another plugin too", held: 3},
+		{name: "enough members bound or held", bound: 2, held: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := make([]*v1.Pod, 4)
+			for i := range pods {
+				w := member(fmt.Sprintf("m%d", i), "g")
+				if i < tt.bound {
+					w = w.SchedulerName(v1.DefaultSchedulerName).Node("n1")
+				}
+				pods[i] = w.Obj()
+			}
+			e := newEnv(t, envConfig{groups: groupsOf(group("g", 4)), pods: pods,
+				permit: []string{Name, manualapproval.Name}, register: withOthers("", nil)})
+			for _, p := range pods[tt.bound : tt.bound+tt.held] {
+				e.arrive(p)
+			}
+			pod := pods[tt.bound+tt.held]
+			state := framework.NewCycleState()
+			state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
+			if s := e.fwk.RunPermitPlugins(context.Background(), state, pod, "node-1"); !s.IsWait() {
+				t.Fatalf("Permit(%s) = %v, want Wait", pod.Name, s)
+			}
+			toActivate, err := framework.ReadAs[*framework.PodsToActivate](state, framework.PodsToActivateKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sortedKeys(toActivate.Take())
+			if len(got) == 0 {
+				got = nil
+			}
+			if diff := cmp.Diff(tt.wantActivate, got); diff != "" {
+				t.Errorf("activated siblings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
