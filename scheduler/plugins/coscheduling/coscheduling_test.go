@@ -560,6 +560,34 @@ func TestPermitQuorum(t *testing.T) {
 	}
 }
 
+// TestMemberCompletingTheGangPassesWithAZeroTimeout: upstream's member that
+// completes its gang returns Success, whatever the timeout; here it must not
+// race its own Permit timer while HoldChanged lets the gang go.
+func TestMemberCompletingTheGangPassesWithAZeroTimeout(t *testing.T) {
+	tests := []struct {
+		name            string
+		args            string
+		scheduleTimeout int32
+	}{
+		{name: "scheduleTimeoutSeconds and permitWaitingTimeSeconds 0", args: `{"permitWaitingTimeSeconds": 0}`},
+		{name: "negative scheduleTimeoutSeconds", scheduleTimeout: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := group("g", 1)
+			pg.Spec.ScheduleTimeoutSeconds = ptr.To(tt.scheduleTimeout)
+			e := newEnv(t, envConfig{groups: groupsOf(pg), args: tt.args})
+			for i := range 50 {
+				pod := member(fmt.Sprintf("p%d", i), "g").Obj()
+				e.addPod(t, pod)
+				if s := e.fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), pod, "node-1"); !s.IsSuccess() {
+					t.Fatalf("Permit(%s) = %v, want Success", pod.Name, s)
+				}
+			}
+		})
+	}
+}
+
 func sortedKeys(m map[string]*v1.Pod) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
