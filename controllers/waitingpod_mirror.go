@@ -213,9 +213,10 @@ func (r *record) forgetWaitingPod() {
 func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	pod := wp.GetPod()
 	node, deadlines, messages := wp.GetNodeName(), wp.GetPendingPluginDeadlines(), wp.GetPendingPluginMessages()
-	// Asked of the instance now, while it holds the pod: Coscheduling may
-	// already have allowed it (the member that completes a gang), so the
-	// pending plugins do not say.
+	// Asked of the instance now, while it holds the pod: a sibling's
+	// HoldChanged may already have let it go with its gang, so the pending
+	// plugins do not say. (The member that completes a gang itself is
+	// never seen waiting.)
 	gang := m.holders.WaitingPodRunsPermit(pod.UID, coscheduling.Name)
 	m.update(pod.Namespace, pod.Name, func(rec *record) {
 		rec.observe(pod)

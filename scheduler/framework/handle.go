@@ -30,9 +30,10 @@ type Handle interface {
 	// hints run concurrently with later snapshots; use the informers there.
 	SnapshotSharedLister() SharedLister
 
-	// IterateOverWaitingPods calls callback for each pod waiting at Permit,
-	// under the waiting-pods read lock: callback must not add or remove
-	// waiting pods of this instance.
+	// IterateOverWaitingPods calls callback for each pod waiting at Permit
+	// when it was called, holding no lock of the framework, so callback may
+	// Allow or Reject it (as upstream's Coscheduling does) even when that
+	// calls back into a plugin that iterates again.
 	IterateOverWaitingPods(callback func(WaitingPod))
 	// GetWaitingPod returns the waiting pod with uid, or nil.
 	GetWaitingPod(uid types.UID) WaitingPod

@@ -389,14 +389,33 @@ type PermitPlugin interface {
 type GangPermitPlugin interface {
 	PermitPlugin
 	// HoldChanged is called for a pod the plugin holds at Permit: once in
-	// RunPermitPlugins, as soon as the pod waits (before waiting-pod
-	// observers hear of it), and again every time another plugin allows it.
-	// It runs on the caller's goroutine (the scheduling cycle, or whoever
-	// called Allow, possibly holding its own locks) with no lock of the
-	// framework held; it must not call back into other plugins. If it lets
-	// the pod go in RunPermitPlugins, RunPermitPlugins returns Success and
-	// the pod is never seen waiting, as if Permit had returned Success.
+	// RunPermitPlugins, as soon as the pod waits (before its Permit timers
+	// start and before waiting-pod observers hear of it), and again every
+	// time another plugin allows it. It runs on the caller's goroutine (the
+	// scheduling cycle, or whoever called Allow, possibly holding its own
+	// locks, possibly from within IterateOverWaitingPods). The framework
+	// holds none of its locks while it calls, nor while it runs
+	// IterateOverWaitingPods' callbacks, so HoldChanged may take its
+	// plugin's lock and use the Handle's waiting-pod methods; it must not
+	// call back into other plugins. If it lets the pod go in
+	// RunPermitPlugins, RunPermitPlugins returns Success and the pod is
+	// never seen waiting, as if Permit had returned Success, whatever the
+	// Permit timeouts (zero included).
 	HoldChanged(ctx context.Context, wp WaitingPod)
+}
+
+// WaitStartedPermitPlugin is a Permit plugin that acts on a pod it holds
+// only once the pod is waiting, such as one that allows the pod when its
+// own window ends: a timer armed in Permit could end before the waiting pod
+// exists (the later Permit plugins and the gang plugin run in between), and
+// its Allow would find nothing to allow.
+type WaitStartedPermitPlugin interface {
+	PermitPlugin
+	// WaitStarted is called once in RunPermitPlugins for a pod the plugin
+	// asked to hold, once the pod waits and its Permit timers run, before
+	// waiting-pod observers hear of it; not when the pod did not wait. It
+	// runs on the scheduling cycle with no lock of the framework held.
+	WaitStarted(ctx context.Context, wp WaitingPod)
 }
 
 // MaxPermitTimeout is the longest a Permit plugin may hold a pod (upstream's maxTimeout).
@@ -473,6 +492,11 @@ type WaitingPod interface {
 	GetNodeName() string
 	// GetPendingPlugins returns the Permit plugins that have not allowed the pod yet, sorted.
 	GetPendingPlugins() []string
+	// HeldBy reports whether pluginName still holds the pod (it is not
+	// resolved and pluginName has not allowed it) and whether it alone
+	// does. Unlike GetPendingPlugins it does not allocate: gang plugins
+	// ask it of every member on the scheduling cycle.
+	HeldBy(pluginName string) (held, alone bool)
 	// GetPendingPluginDeadlines returns, per pending plugin, when its wait times out.
 	GetPendingPluginDeadlines() map[string]time.Time
 	// GetPendingPluginMessages returns, per pending plugin that said one,

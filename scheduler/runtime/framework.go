@@ -151,6 +151,8 @@ type frameworkImpl struct {
 	// gangPlugin is the Permit plugin that lets pods go only as a group,
 	// if the profile runs one; it is told how its pods' holds change.
 	gangPlugin framework.GangPermitPlugin
+	// waitStarted are the Permit plugins told when a pod they hold waits.
+	waitStarted []framework.WaitStartedPermitPlugin
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -388,6 +390,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 			}
 			f.gangPlugin = g
 		}
+		if w, ok := p.(framework.WaitStartedPermitPlugin); ok {
+			f.waitStarted = append(f.waitStarted, w)
+		}
 	}
 
 	ok = true
@@ -572,8 +577,10 @@ func (f *frameworkImpl) AllowWaitingPodsTogether(pluginName string, pods []frame
 // waitAllowed tells the gang plugin that another plugin allowed one of the
 // pods it holds.
 func (f *frameworkImpl) waitAllowed(wp *waitingPod, pluginName string) {
-	if g := f.gangPlugin; g != nil && g.Name() != pluginName && wp.holds(g.Name()) {
-		g.HoldChanged(f.pluginCtx, wp)
+	if g := f.gangPlugin; g != nil && g.Name() != pluginName {
+		if held, _ := wp.HeldBy(g.Name()); held {
+			g.HoldChanged(f.pluginCtx, wp)
+		}
 	}
 }
 

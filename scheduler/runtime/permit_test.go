@@ -514,11 +514,12 @@ func TestAllowWaitingPodsTogether(t *testing.T) {
 }
 
 // gangPlugin holds every pod and, when told that a hold changed, notes what
-// still held the pod and lets it go if release says so.
+// still held the pod and lets it go, after delay, if release says so.
 type gangPlugin struct {
 	permitPlugin
 	fw      *frameworkImpl
 	release bool
+	delay   time.Duration
 	mu      sync.Mutex
 	calls   []string
 }
@@ -528,6 +529,7 @@ func (p *gangPlugin) HoldChanged(_ context.Context, wp framework.WaitingPod) {
 	p.calls = append(p.calls, fmt.Sprintf("%s held by %v", wp.GetPod().Name, wp.GetPendingPlugins()))
 	p.mu.Unlock()
 	if p.release {
+		time.Sleep(p.delay)
 		p.fw.AllowWaitingPodsTogether(p.name, []framework.WaitingPod{wp})
 	}
 }
@@ -597,6 +599,31 @@ func TestGangPermitPlugin(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod let go at once passes with a zero timeout", func(t *testing.T) {
+		fw, gang, _ := newGang(t, true)
+		// Upstream's Coscheduling returns Success for the member that
+		// completes its gang, whatever the timeout; the timer must not
+		// run while the gang plugin decides.
+		gang.timeout, gang.delay = 0, 20*time.Millisecond
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); s != nil {
+			t.Fatalf("RunPermitPlugins = %v, want Success", s)
+		}
+	})
+
+	t.Run("a pod still held times out with a zero timeout", func(t *testing.T) {
+		fw, gang, _ := newGang(t, false)
+		gang.timeout = 0
+		pod := makePod("p")
+		if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+			t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+		}
+		s := fw.WaitOnPermit(t.Context(), pod)
+		if want := "rejected due to timeout after waiting 0s at plugin Gang"; s == nil || s.Message() != want {
+			t.Errorf("WaitOnPermit = %v, want %q", s, want)
+		}
+	})
+
 	t.Run("a pod another plugin holds is not let go", func(t *testing.T) {
 		fw, gang, obs := newGang(t, true, &permitPlugin{name: "Manual", status: waitStatus(), timeout: time.Minute})
 		pod := makePod("p")
@@ -629,4 +656,76 @@ func TestGangPermitPlugin(t *testing.T) {
 			t.Fatalf("NewFramework error = %v, want %q", err, want)
 		}
 	})
+}
+
+// A callback of IterateOverWaitingPods may Allow a pod, which calls the gang
+// plugin, which may take its lock and iterate again while another goroutine
+// holding that lock waits to iterate. Were the callback run under the
+// waiting-pods read lock, a writer queued meanwhile would block the nested
+// read lock and deadlock all three; so no writer may wait for a callback.
+func TestIterateOverWaitingPodsCallsBackUnlocked(t *testing.T) {
+	fw := newPermitFramework(t, &permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute})
+	if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), makePod("p"), "n"); !s.IsWait() {
+		t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+	}
+	calls := 0
+	fw.IterateOverWaitingPods(func(framework.WaitingPod) {
+		calls++
+		added := make(chan struct{})
+		go func() {
+			defer close(added)
+			fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), makePod("q"), "n")
+		}()
+		select {
+		case <-added:
+		case <-time.After(2 * time.Second):
+			t.Error("a pod starting to wait blocked while an IterateOverWaitingPods callback ran")
+		}
+	})
+	if calls != 1 {
+		t.Errorf("callback called %d times, want 1 (the pod waiting when iteration began)", calls)
+	}
+	if fw.GetWaitingPod("q") == nil {
+		t.Error("pod q is not waiting")
+	}
+}
+
+func TestWaitingPodHeldBy(t *testing.T) {
+	type holding struct{ held, alone bool }
+	tests := []struct {
+		name    string
+		resolve func(framework.WaitingPod)
+		want    map[string]holding
+	}{
+		{name: "held by both", want: map[string]holding{"A": {held: true}, "B": {held: true}, "C": {}}},
+		{name: "B allowed", resolve: func(wp framework.WaitingPod) { wp.Allow("B") },
+			want: map[string]holding{"A": {held: true, alone: true}, "B": {}}},
+		{name: "rejected", resolve: func(wp framework.WaitingPod) { wp.Reject("B", "no") },
+			want: map[string]holding{"A": {}, "B": {}}},
+		{name: "allowed by both", resolve: func(wp framework.WaitingPod) { wp.Allow("A"); wp.Allow("B") },
+			want: map[string]holding{"A": {}, "B": {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fw := newPermitFramework(t,
+				&permitPlugin{name: "A", status: waitStatus(), timeout: time.Minute},
+				&permitPlugin{name: "B", status: waitStatus(), timeout: time.Minute})
+			pod := makePod("p")
+			if s := fw.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "n"); !s.IsWait() {
+				t.Fatalf("RunPermitPlugins = %v, want Wait", s)
+			}
+			wp := fw.GetWaitingPod(pod.UID)
+			if tt.resolve != nil {
+				tt.resolve(wp)
+			}
+			got := map[string]holding{}
+			for plugin := range tt.want {
+				held, alone := wp.HeldBy(plugin)
+				got[plugin] = holding{held, alone}
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(holding{})); diff != "" {
+				t.Errorf("HeldBy (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

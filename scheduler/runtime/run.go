@@ -524,7 +524,8 @@ func (f *frameworkImpl) RunReservePluginsUnreserve(ctx context.Context, state *f
 // once. If any plugin asked to wait (and none rejected), the pod becomes a
 // waiting pod on nodeName with one timer per waiting plugin, each timeout
 // clamped to the plugin's maximum, and Wait is returned; unless the gang
-// plugin, told of the hold, let the pod go with its group at once.
+// plugin, told of the hold before the timers start, let the pod go with
+// its group at once.
 func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	defer f.observePoint(Permit, time.Now(), &status)
 	logger := klog.FromContext(ctx)
@@ -563,10 +564,18 @@ func (f *frameworkImpl) RunPermitPlugins(ctx context.Context, state *framework.C
 		if f.heldByGang(waits) {
 			// In the map first, so that a sibling's HoldChanged running
 			// meanwhile can count the pod and let it go with the gang.
+			// The timers start after: like upstream's last member, one
+			// that completes its gang passes even with a zero timeout.
 			f.gangPlugin.HoldChanged(ctx, wp)
 			if wp.wasAllowed() {
 				f.waitingPods.remove(pod.UID)
 				return nil
+			}
+		}
+		wp.arm()
+		for _, pl := range f.waitStarted {
+			if _, ok := waits[pl.Name()]; ok {
+				pl.WaitStarted(ctx, wp)
 			}
 		}
 		for _, obs := range f.waitingPodObservers {

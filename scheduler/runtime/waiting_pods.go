@@ -14,9 +14,12 @@ import (
 
 // waitingPodsMap holds the pods of one instance that wait at Permit.
 type waitingPodsMap struct {
-	// mu guards pods. iterate holds the read lock while it calls back, so
-	// callbacks may Allow/Reject (which take only the pod's own lock) but
-	// must not add or remove entries.
+	// mu guards pods. iterate releases it before it calls back: a callback
+	// may Allow a pod, which can call the gang plugin's HoldChanged, which
+	// takes the plugin's lock and iterates again. Holding the read lock
+	// across that would deadlock once a writer queues (RWMutex blocks a
+	// second RLock then) while another goroutine holds the plugin's lock
+	// and waits for the read lock.
 	mu   sync.RWMutex
 	pods map[types.UID]*waitingPod
 }
@@ -43,19 +46,34 @@ func (m *waitingPodsMap) get(uid types.UID) *waitingPod {
 	return m.pods[uid]
 }
 
+// iterate calls callback for each pod waiting when it was called, without
+// mu held; a pod may have been resolved or removed by then, which its own
+// lock tells.
 func (m *waitingPodsMap) iterate(callback func(framework.WaitingPod)) {
 	m.mu.RLock()
-	defer m.mu.RUnlock()
+	wps := make([]*waitingPod, 0, len(m.pods))
 	for _, wp := range m.pods {
+		wps = append(wps, wp)
+	}
+	m.mu.RUnlock()
+	for _, wp := range wps {
 		callback(wp)
 	}
 }
 
 type pendingPlugin struct {
+	// timer is nil until arm runs.
 	timer    *time.Timer
+	timeout  time.Duration
 	deadline time.Time
 	// message is what the plugin says it waits for, shown to people.
 	message string
+}
+
+func (pp pendingPlugin) stop() {
+	if pp.timer != nil {
+		pp.timer.Stop()
+	}
 }
 
 // permitWait is one plugin's request to hold a pod at Permit.
@@ -86,9 +104,9 @@ type waitingPod struct {
 	// and then this one.
 	allowed func(wp *waitingPod, pluginName string)
 
-	// mu guards pending and done. Timer callbacks take it too; newWaitingPod
-	// holds it while arming the timers so that a zero timeout cannot fire
-	// before the map is complete. Only allowTogether holds the mu of more
+	// mu guards pending and done. Timer callbacks take it too; arm holds
+	// it while arming the timers so that a zero timeout cannot fire before
+	// every timer is in pending. Only allowTogether holds the mu of more
 	// than one pod, taking them in UID order.
 	mu      sync.Mutex
 	pending map[string]pendingPlugin
@@ -102,7 +120,10 @@ type waitingPod struct {
 
 var _ framework.WaitingPod = (*waitingPod)(nil)
 
-// newWaitingPod arms one timer per plugin in waits.
+// newWaitingPod returns the pod held by the plugins in waits. Their timers
+// do not run until arm is called: RunPermitPlugins first lets the gang
+// plugin release the pod, so that a zero timeout cannot reject a pod that
+// completes its gang.
 func newWaitingPod(pod *v1.Pod, nodeName string, waits map[string]permitWait, changed func(*waitingPod), allowed func(*waitingPod, string)) *waitingPod {
 	wp := &waitingPod{
 		pod:      pod,
@@ -112,20 +133,28 @@ func newWaitingPod(pod *v1.Pod, nodeName string, waits map[string]permitWait, ch
 		allowed:  allowed,
 		pending:  make(map[string]pendingPlugin, len(waits)),
 	}
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
 	now := time.Now()
 	for plugin, w := range waits {
-		wp.pending[plugin] = pendingPlugin{
-			deadline: now.Add(w.timeout),
-			message:  w.message,
-			timer: time.AfterFunc(w.timeout, func() {
-				wp.stopWithStatus(framework.PermitTimedOut, framework.Unschedulable, plugin,
-					fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", w.timeout, plugin))
-			}),
-		}
+		wp.pending[plugin] = pendingPlugin{timeout: w.timeout, deadline: now.Add(w.timeout), message: w.message}
 	}
 	return wp
+}
+
+// arm starts one timer per plugin still holding the pod, unless the wait
+// is over. Call it once.
+func (w *waitingPod) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	for plugin, pp := range w.pending {
+		pp.timer = time.AfterFunc(time.Until(pp.deadline), func() {
+			w.stopWithStatus(framework.PermitTimedOut, framework.Unschedulable, plugin,
+				fmt.Sprintf("rejected due to timeout after waiting %v at plugin %v", pp.timeout, plugin))
+		})
+		w.pending[plugin] = pp
+	}
 }
 
 func (w *waitingPod) GetPod() *v1.Pod { return w.pod }
@@ -201,12 +230,17 @@ func (w *waitingPod) Allow(pluginName string) {
 	}
 }
 
-// holds reports whether pluginName still holds the pod.
-func (w *waitingPod) holds(pluginName string) bool {
+func (w *waitingPod) HeldBy(pluginName string) (held, alone bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.heldByLocked(pluginName)
+}
+
+// heldByLocked is HeldBy with mu held.
+func (w *waitingPod) heldByLocked(pluginName string) (held, alone bool) {
 	_, ok := w.pending[pluginName]
-	return !w.done && ok
+	held = !w.done && ok
+	return held, held && len(w.pending) == 1
 }
 
 // wasAllowed reports whether every plugin allowed the pod.
@@ -225,7 +259,7 @@ func (w *waitingPod) allowLocked(pluginName string) bool {
 	}
 	pp, ok := w.pending[pluginName]
 	if ok {
-		pp.timer.Stop()
+		pp.stop()
 		delete(w.pending, pluginName)
 	}
 	if len(w.pending) != 0 {
@@ -261,7 +295,7 @@ func allowTogether(pluginName string, pods []framework.WaitingPod) bool {
 	}
 	ok := true
 	for _, wp := range wps {
-		if _, held := wp.pending[pluginName]; wp.done || !held || len(wp.pending) != 1 {
+		if _, alone := wp.heldByLocked(pluginName); !alone {
 			ok = false
 			break
 		}
@@ -292,7 +326,7 @@ func (w *waitingPod) stopWithStatus(resolution framework.PermitResolution, code 
 		return false
 	}
 	for _, pp := range w.pending {
-		pp.timer.Stop()
+		pp.stop()
 	}
 	w.done = true
 	w.resolution = resolution

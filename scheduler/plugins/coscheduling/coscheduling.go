@@ -113,15 +113,16 @@ type coscheduling struct {
 	// mu guards the maps below and makes HoldChanged's count and its
 	// allowing of the waiting members one step against other
 	// HoldChanged calls, PostFilters and Unreserves. Lock order: mu, then
-	// the framework's waiting-pods lock (IterateOverWaitingPods) or a
-	// waiting pod's lock (GetPendingPlugins, Reject, SetPendingMessage,
-	// AllowWaitingPodsTogether). The framework calls plugins and its
-	// observers without holding those locks, so it never waits for mu while
-	// holding one. Other plugins may hold their own lock when they call
-	// Allow, which calls HoldChanged (ManualApproval's timer does): the
-	// plugin never calls into another plugin, so they never wait for each
-	// other the other way round. The queue calls Less under its own lock,
-	// and Less takes mu; the plugin never calls into the queue.
+	// the framework's waiting-pods lock (GetWaitingPod, briefly) or a
+	// waiting pod's lock (HeldBy, Reject, SetPendingMessage,
+	// AllowWaitingPodsTogether). The framework calls plugins, its
+	// observers and IterateOverWaitingPods' callbacks without holding
+	// those locks, so it never waits for mu while holding one. Other
+	// plugins may hold their own lock when they call Allow, which calls
+	// HoldChanged (ManualApproval's timer does): the plugin never calls
+	// into another plugin, so they never wait for each other the other way
+	// round. The queue calls Less under its own lock, and Less takes mu;
+	// the plugin never calls into the queue.
 	mu sync.Mutex
 	// admitted holds, per group full name, the UIDs of the members this
 	// plugin let past Permit (Success, or allowed as a waiting member)
@@ -224,16 +225,31 @@ func (pl *coscheduling) members(namespace, name string) ([]*v1.Pod, error) {
 	return pods, nil
 }
 
-// waitingMembers returns the group's pods waiting at Permit. It takes the
-// framework's waiting-pods lock only while collecting.
+// waitingMembers returns the group's pods waiting at Permit, found through
+// the member index rather than by scanning every waiting pod.
 func (pl *coscheduling) waitingMembers(namespace, name string) []framework.WaitingPod {
+	pods, err := pl.members(namespace, name)
+	if err != nil {
+		return nil
+	}
 	var out []framework.WaitingPod
-	pl.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
-		if isMember(wp.GetPod(), namespace, name) {
+	for _, p := range pods {
+		if wp := pl.waitingMember(p, namespace, name); wp != nil {
 			out = append(out, wp)
 		}
-	})
+	}
 	return out
+}
+
+// waitingMember returns p's waiting pod if p waits at Permit as a member of
+// namespace/name: group membership is read from the pod the scheduler
+// holds, not from the informer's copy, whose label may have changed since.
+func (pl *coscheduling) waitingMember(p *v1.Pod, namespace, name string) framework.WaitingPod {
+	wp := pl.handle.GetWaitingPod(p.UID)
+	if wp == nil || !isMember(wp.GetPod(), namespace, name) {
+		return nil
+	}
+	return wp
 }
 
 // Less orders pods by priority, then by their group's last failure or
@@ -442,7 +458,7 @@ func (pl *coscheduling) PostFilter(ctx context.Context, _ *framework.CycleState,
 	// Members that another Permit plugin also holds have a node: they are
 	// placed, if not yet counted toward the quorum.
 	g := pl.gang(pod.Namespace, pg.Name)
-	placed := len(g.counted) + len(g.held)
+	placed := g.counted + len(g.held)
 	if placed >= minMember {
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
@@ -467,14 +483,17 @@ func (pl *coscheduling) PostFilter(ctx context.Context, _ *framework.CycleState,
 		fmt.Sprintf("PodGroup %v gets rejected due to Pod %v is unschedulable even after PostFilter", full, pod.Name))
 }
 
-// gangState is a group's members as Permit, HoldChanged and PostFilter
-// count them.
+// gangState is a group's members as HoldChanged and PostFilter count them.
 type gangState struct {
-	// counted holds the UIDs of the members that count toward the quorum:
-	// those bound by this profile (per the informer), those this plugin
-	// let through and that were not unreserved since, and those waiting
-	// that this plugin alone holds.
-	counted map[types.UID]bool
+	// counted is how many members count toward the quorum: those bound
+	// by this profile (per the informer), those this plugin let through
+	// and that were not unreserved since, and those waiting that this
+	// plugin alone holds. A member let through whose binding then fails
+	// still counts until its Unreserve runs, as upstream's does; the
+	// members this lets go are re-checked one by one as they are allowed
+	// (AllowWaitingPodsTogether), and that Unreserve rejects those still
+	// waiting.
+	counted int
 	// ready are the waiting members this plugin alone holds: a quorum lets
 	// them go.
 	ready []framework.WaitingPod
@@ -483,8 +502,9 @@ type gangState struct {
 	held []framework.WaitingPod
 }
 
-// gang counts the group's members. It drops admitted entries of the
-// group's pods that are gone. Callers hold mu.
+// gang counts the group's members, in one pass over the member index. It
+// drops admitted entries of the group's pods that are gone. Callers hold
+// mu.
 //
 // A bound member counts only if its schedulerName is this profile's: a pod
 // bound by another scheduler or profile never waited here, and its label
@@ -493,45 +513,86 @@ type gangState struct {
 // them a rejected member whose Unreserve has not run yet, which must not
 // count.
 func (pl *coscheduling) gang(namespace, name string) gangState {
-	g := gangState{counted: map[types.UID]bool{}}
+	var g gangState
 	pods, err := pl.members(namespace, name)
-	if err == nil {
-		live := make(map[types.UID]bool, len(pods))
-		for _, p := range pods {
-			live[p.UID] = true
-			if p.Spec.NodeName != "" && p.Spec.SchedulerName == pl.handle.ProfileName() {
-				g.counted[p.UID] = true
-			}
-		}
-		full := namespace + "/" + name
-		for uid := range pl.admitted[full] {
-			if !live[uid] {
-				pl.admitted[full].Delete(uid)
-				continue
-			}
-			g.counted[uid] = true
-		}
-		if pl.admitted[full].Len() == 0 {
-			delete(pl.admitted, full)
-		}
+	if err != nil {
+		return g
 	}
-	for _, wp := range pl.waitingMembers(namespace, name) {
-		switch pending := wp.GetPendingPlugins(); {
-		case len(pending) == 0:
-			// Let go, and not yet out of the map: admitted counts it.
-		case len(pending) == 1 && pending[0] == Name:
-			g.counted[wp.GetPod().UID] = true
+	full := namespace + "/" + name
+	admitted := pl.admitted[full]
+	live := 0
+	for _, p := range pods {
+		if admitted.Has(p.UID) {
+			live++
+			g.counted++
+			continue
+		}
+		if pl.boundHere(p) {
+			g.counted++
+			continue
+		}
+		wp := pl.waitingMember(p, namespace, name)
+		if wp == nil {
+			continue
+		}
+		switch held, alone := wp.HeldBy(Name); {
+		case alone:
+			g.counted++
 			g.ready = append(g.ready, wp)
-		default:
+		case held:
 			g.held = append(g.held, wp)
 		}
+	}
+	if live < admitted.Len() {
+		pl.dropGone(full, pods)
 	}
 	return g
 }
 
+// boundHere reports whether p was bound by this profile.
+func (pl *coscheduling) boundHere(p *v1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Spec.SchedulerName == pl.handle.ProfileName()
+}
+
+// dropGone forgets the admitted members of group full that are not among
+// pods any more. Callers hold mu.
+func (pl *coscheduling) dropGone(full string, pods []*v1.Pod) {
+	live := make(sets.Set[types.UID], len(pods))
+	for _, p := range pods {
+		live.Insert(p.UID)
+	}
+	admitted := pl.admitted[full]
+	for uid := range admitted {
+		if !live.Has(uid) {
+			admitted.Delete(uid)
+		}
+	}
+	if admitted.Len() == 0 {
+		delete(pl.admitted, full)
+	}
+}
+
+// placed counts the members of the group other than pod that have a node:
+// bound by this profile, let through, or waiting at Permit whatever holds
+// them. Callers hold mu.
+func (pl *coscheduling) placed(pod *v1.Pod, name string) int {
+	pods, err := pl.members(pod.Namespace, name)
+	if err != nil {
+		return 0
+	}
+	admitted := pl.admitted[pod.Namespace+"/"+name]
+	n := 0
+	for _, p := range pods {
+		if p.UID != pod.UID && (admitted.Has(p.UID) || pl.boundHere(p) || pl.waitingMember(p, pod.Namespace, name) != nil) {
+			n++
+		}
+	}
+	return n
+}
+
 // progress is what a waiting member's WaitingPod says of its gang.
 func (g gangState) progress(minMember int) string {
-	msg := fmt.Sprintf("%d/%d members assigned", len(g.counted), minMember)
+	msg := fmt.Sprintf("%d/%d members assigned", g.counted, minMember)
 	if len(g.held) > 0 {
 		msg += fmt.Sprintf(", %d more held by other Permit plugins", len(g.held))
 	}
@@ -553,12 +614,13 @@ func (pl *coscheduling) Permit(ctx context.Context, state *framework.CycleState,
 	if pg == nil {
 		return framework.NewStatus(framework.Unschedulable, msgPodGroupNotFound), 0
 	}
+	// Siblings are activated while the group has too few members with a
+	// node for this one to complete it, as upstream's waiting member does;
+	// a member that may complete it activates none, as upstream's last.
 	pl.mu.Lock()
-	g := pl.gang(pod.Namespace, pg.Name)
+	placed := pl.placed(pod, pg.Name)
 	pl.mu.Unlock()
-	// Upstream activates the siblings when the member waits for them, not
-	// when it completes the gang.
-	if len(g.counted)+1 < int(pg.Spec.MinMember) {
+	if placed+1 < int(pg.Spec.MinMember) {
 		pl.activateSiblings(state, pod)
 	}
 	return framework.NewStatus(framework.Wait), pl.waitTime(pg)
@@ -586,12 +648,12 @@ func (pl *coscheduling) HoldChanged(ctx context.Context, wp framework.WaitingPod
 	defer pl.mu.Unlock()
 	g := pl.gang(pod.Namespace, pg.Name)
 	waiting := append(g.ready, g.held...)
-	if len(g.counted) >= minMember && pl.handle.AllowWaitingPodsTogether(Name, g.ready) {
+	if g.counted >= minMember && pl.handle.AllowWaitingPodsTogether(Name, g.ready) {
 		for _, m := range g.ready {
 			pl.admit(full, m.GetPod().UID)
 		}
 		delete(pl.lastFailure, full)
-		logger.V(3).Info("Pod group reached its quorum", "podGroup", full, "members", len(g.counted), "minMember", minMember)
+		logger.V(3).Info("Pod group reached its quorum", "podGroup", full, "members", g.counted, "minMember", minMember)
 		// Members that other plugins still hold go once they let them.
 		waiting = g.held
 	}

@@ -75,7 +75,7 @@ type envConfig struct {
 	register func(fwkruntime.Registry, *configv1.KubeSchedulerProfile) error
 }
 
-func newEnv(t *testing.T, c envConfig) *env {
+func newEnv(t testing.TB, c envConfig) *env {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
 	r := registry.New(nil)
@@ -109,7 +109,7 @@ func newEnv(t *testing.T, c envConfig) *env {
 	return e
 }
 
-func (e *env) addPod(t *testing.T, p *v1.Pod) {
+func (e *env) addPod(t testing.TB, p *v1.Pod) {
 	t.Helper()
 	if err := e.store.Add(p); err != nil {
 		t.Fatal(err)
@@ -557,6 +557,34 @@ func TestPermitQuorum(t *testing.T) {
 		if s := e.finish(t, pods[i], done); !s.IsSuccess() {
 			t.Errorf("%s's wait = %v, want allowed", pods[i].Name, s)
 		}
+	}
+}
+
+// TestMemberCompletingTheGangPassesWithAZeroTimeout: upstream's member that
+// completes its gang returns Success, whatever the timeout; here it must not
+// race its own Permit timer while HoldChanged lets the gang go.
+func TestMemberCompletingTheGangPassesWithAZeroTimeout(t *testing.T) {
+	tests := []struct {
+		name            string
+		args            string
+		scheduleTimeout int32
+	}{
+		{name: "scheduleTimeoutSeconds and permitWaitingTimeSeconds 0", args: `{"permitWaitingTimeSeconds": 0}`},
+		{name: "negative scheduleTimeoutSeconds", scheduleTimeout: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := group("g", 1)
+			pg.Spec.ScheduleTimeoutSeconds = ptr.To(tt.scheduleTimeout)
+			e := newEnv(t, envConfig{groups: groupsOf(pg), args: tt.args})
+			for i := range 50 {
+				pod := member(fmt.Sprintf("p%d", i), "g").Obj()
+				e.addPod(t, pod)
+				if s := e.fwk.RunPermitPlugins(context.Background(), framework.NewCycleState(), pod, "node-1"); !s.IsSuccess() {
+					t.Fatalf("Permit(%s) = %v, want Success", pod.Name, s)
+				}
+			}
+		})
 	}
 }
 

@@ -24,13 +24,18 @@
 //     member go in one step that fails if any of them was resolved
 //     meanwhile, and the gang then waits instead of passing. A member that
 //     completes a gang at once passes Permit, as upstream's last member
-//     does, without being seen waiting.
+//     does, without being seen waiting, whatever the timeout: the
+//     framework starts a member's Permit timers only after HoldChanged.
 //   - Only members whose schedulerName is this profile's count as bound: a
 //     pod that carries the label and a node but was bound by another
 //     scheduler or profile (or created bound under another schedulerName)
 //     does not complete a gang.
-//   - Siblings are activated on every Wait, not only the first member's, so
-//     a lost activation cannot stall a gang (scheduler-plugins #1001).
+//   - Siblings are activated by every member that reaches Permit while too
+//     few of the group's members have a node (bound, let through or
+//     waiting) for it to complete the gang, not only by the first as
+//     upstream, so a lost activation cannot stall a gang
+//     (scheduler-plugins #1001). A member that may complete the gang
+//     activates none, as upstream's last member.
 //   - Progress is visible: every waiting member says "N/M members
 //     assigned" (and how many more other Permit plugins hold), updated
 //     whenever a member's hold changes, which their WaitingPods show.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -105,6 +106,46 @@ func (e *env) arrive(pod *v1.Pod) *cycle {
 		}()
 	}
 	return c
+}
+
+// action is one step of TestNoPartialGangWithOtherPermitPlugins: a member
+// arriving at Permit, or a decision on it.
+type action struct {
+	kind string
+	pod  int
+}
+
+// wait returns whether the member was let through, failing the test if its
+// cycle has not ended within d.
+func (c *cycle) wait(t *testing.T, d time.Duration) bool {
+	t.Helper()
+	select {
+	case ok := <-c.done:
+		return ok
+	case <-time.After(d):
+		t.Fatalf("a member still waits at Permit after %v", d)
+		return false
+	}
+}
+
+// letGo reports whether ManualApproval and flaky surely let a member go,
+// given flaky's verdict, the approval window and what the test decides for
+// it, and nothing rejects it. A short window that rejects, or a flaky
+// timeout, may or may not beat the decision.
+func letGo(v verdict, window, onTimeout string, decisions []action) bool {
+	has := func(kind string) bool {
+		return slices.ContainsFunc(decisions, func(a action) bool { return a.kind == kind })
+	}
+	if has("reject") || has("delete") || v.reject {
+		return false
+	}
+	if v.wait > 0 && (v.wait < time.Minute || !has("flaky")) {
+		return false
+	}
+	if window == "1h" {
+		return has("approve")
+	}
+	return onTimeout == "Approve"
 }
 
 // decide allows or rejects pod for plugin if it waits, as a person's
@@ -245,6 +286,7 @@ func TestQuorumCountsOnlyPodsOfThisProfile(t *testing.T) {
 func TestNoPartialGangWithOtherPermitPlugins(t *testing.T) {
 	const rounds = 300
 	outcomes := map[int]int{}
+	mustGoRounds := 0
 	for seed := range uint64(rounds) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		minMember := 2 + rng.IntN(3)
@@ -263,18 +305,17 @@ func TestNoPartialGangWithOtherPermitPlugins(t *testing.T) {
 		}
 		permit := []string{Name, manualapproval.Name, flakyName}
 		rng.Shuffle(len(permit), func(i, j int) { permit[i], permit[j] = permit[j], permit[i] })
-		approvalArgs := fmt.Sprintf(`{"approvalWindow": %q, "onTimeout": %q}`,
-			[]string{"1h", "1h", "5ms", "15ms"}[rng.IntN(4)], []string{"Reject", "Approve"}[rng.IntN(2)])
+		window, onTimeout := []string{"1h", "1h", "1ms", "5ms", "15ms"}[rng.IntN(5)], []string{"Reject", "Approve"}[rng.IntN(2)]
+		approvalArgs := fmt.Sprintf(`{"approvalWindow": %q, "onTimeout": %q}`, window, onTimeout)
 		e := newEnv(t, envConfig{groups: groupsOf(group("g", int32(minMember))), pods: pods,
 			permit: permit, register: withOthers(approvalArgs, verdicts)})
 
-		type action struct {
-			kind string
-			pod  int
-		}
 		// Each member arrives, then its decisions come in any order; the
 		// members' sequences interleave at random.
 		queues := make([][]action, len(pods))
+		// mustGo is whether every plugin lets every member go: then the
+		// whole gang must go, and soon.
+		mustGo := true
 		for i := range pods {
 			var decisions []action
 			if rng.IntN(10) < 9 {
@@ -291,6 +332,9 @@ func TestNoPartialGangWithOtherPermitPlugins(t *testing.T) {
 			}
 			rng.Shuffle(len(decisions), func(a, b int) { decisions[a], decisions[b] = decisions[b], decisions[a] })
 			queues[i] = append([]action{{"arrive", i}}, decisions...)
+			if !letGo(verdicts[pods[i].UID], window, onTimeout, decisions) {
+				mustGo = false
+			}
 		}
 		var actions []action
 		for left := len(pods); left > 0; {
@@ -323,25 +367,40 @@ func TestNoPartialGangWithOtherPermitPlugins(t *testing.T) {
 				time.Sleep(time.Duration(rng.IntN(4)) * time.Millisecond)
 			}
 		}
-		// Members never reached Permit, or are still held: the gang is
-		// incomplete for good, and retiring the instance releases them.
-		_ = e.fwk.Close()
 		through := 0
-		for _, c := range cycles {
-			if c != nil && <-c.done {
+		if mustGo {
+			for i, c := range cycles {
+				if !c.wait(t, 5*time.Second) {
+					t.Fatalf("seed %d (permit order %v, %s): %s was not let through, want every plugin to have let the gang go", seed, permit, approvalArgs, pods[i].Name)
+				}
 				through++
+			}
+		} else {
+			// Members still held may wait for a decision that never
+			// comes: retiring the instance releases them.
+			_ = e.fwk.Close()
+			for _, c := range cycles {
+				if c != nil && <-c.done {
+					through++
+				}
 			}
 		}
 		if through != 0 && through != minMember {
 			t.Fatalf("seed %d (permit order %v, %s): %d of %d members let through, want all or none", seed, permit, approvalArgs, through, minMember)
 		}
 		outcomes[through/minMember]++
+		if mustGo {
+			mustGoRounds++
+		}
 	}
 	// The property must have been tested both ways.
 	if outcomes[0] == 0 || outcomes[1] == 0 {
 		t.Fatalf("rounds with no member / the whole gang let through: %d / %d, want some of each", outcomes[0], outcomes[1])
 	}
-	t.Logf("rounds with no member / the whole gang let through: %d / %d", outcomes[0], outcomes[1])
+	if mustGoRounds == 0 {
+		t.Fatal("no round where every plugin lets every member go")
+	}
+	t.Logf("rounds with no member / the whole gang let through: %d / %d (%d where it had to)", outcomes[0], outcomes[1], mustGoRounds)
 }
 
 // TestNoPartialGangRacingDecisions races approvals of every member of a
@@ -366,15 +425,70 @@ func TestNoPartialGangRacingDecisions(t *testing.T) {
 		}
 		wg.Go(func() { e.decide(pods[round%minMember], manualapproval.Name, false) })
 		wg.Wait()
-		_ = e.fwk.Close()
+		// Every member was decided: either the gang went before the
+		// rejection, or the rejected member's Unreserve took the others
+		// back. None may be left waiting.
 		through := 0
 		for _, c := range cycles {
-			if <-c.done {
+			if c.wait(t, 5*time.Second) {
 				through++
 			}
 		}
 		if through != 0 && through != minMember {
 			t.Fatalf("round %d: %d of %d members let through, want all or none", round, through, minMember)
 		}
+	}
+}
+
+// TestPermitActivatesSiblingsWithoutNodes: a member activates its siblings
+// while too few members have a node for it to complete the gang, counting
+// those another Permit plugin holds, since only siblings without a node
+// need their turn; one that may complete the gang activates none.
+func TestPermitActivatesSiblingsWithoutNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		// placed are the members already on a node: bound, or held at
+		// Permit by Coscheduling and ManualApproval.
+		bound, held  int
+		wantActivate []string
+	}{
+		{name: "the first member", wantActivate: []string{"default/m1", "default/m2", "default/m3"}},
+		{name: "one member held", held: 1, wantActivate: []string{"default/m0", "default/m2", "default/m3"}},
+		{name: "enough members held by another plugin too", held: 3},
+		{name: "enough members bound or held", bound: 2, held: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := make([]*v1.Pod, 4)
+			for i := range pods {
+				w := member(fmt.Sprintf("m%d", i), "g")
+				if i < tt.bound {
+					w = w.SchedulerName(v1.DefaultSchedulerName).Node("n1")
+				}
+				pods[i] = w.Obj()
+			}
+			e := newEnv(t, envConfig{groups: groupsOf(group("g", 4)), pods: pods,
+				permit: []string{Name, manualapproval.Name}, register: withOthers("", nil)})
+			for _, p := range pods[tt.bound : tt.bound+tt.held] {
+				e.arrive(p)
+			}
+			pod := pods[tt.bound+tt.held]
+			state := framework.NewCycleState()
+			state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
+			if s := e.fwk.RunPermitPlugins(context.Background(), state, pod, "node-1"); !s.IsWait() {
+				t.Fatalf("Permit(%s) = %v, want Wait", pod.Name, s)
+			}
+			toActivate, err := framework.ReadAs[*framework.PodsToActivate](state, framework.PodsToActivateKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sortedKeys(toActivate.Take())
+			if len(got) == 0 {
+				got = nil
+			}
+			if diff := cmp.Diff(tt.wantActivate, got); diff != "" {
+				t.Errorf("activated siblings (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

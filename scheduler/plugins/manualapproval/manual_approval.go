@@ -98,17 +98,17 @@ type manualApproval struct {
 
 	// mu guards holds and closed. A timer's callback holds mu while it
 	// checks that its hold is still the pod's current one and allows the
-	// pod, so the two are one step: a later hold of the same pod is
-	// recorded here in Permit, before the framework creates its
-	// WaitingPod, so while mu is held and the hold matches, the WaitingPod
-	// found for the UID can only be this hold's. Lock order: mu, then the
-	// framework's waiting-pod locks (GetWaitingPod, Allow) and the clock's
-	// (AfterFunc, Stop); the framework never calls the plugin while holding
-	// its own locks. Allow may call the profile's gang plugin
-	// (Coscheduling's HoldChanged), which takes its own lock under mu and
-	// never calls this plugin. The real clock runs callbacks on their own goroutine;
-	// a fake clock runs them inside Step under its lock, so a test must not
-	// Step while Permit, Unreserve, PostBind or Close run.
+	// pod, so the two are one step. The timer is armed in WaitStarted, once
+	// the pod waits, not in Permit: a short window could otherwise end
+	// before the waiting pod exists, and its approval would be lost. Lock
+	// order: mu, then the framework's waiting-pod locks (Allow) and the
+	// clock's (AfterFunc, Stop); the framework never calls the plugin
+	// while holding its own locks. Allow may call the profile's gang
+	// plugin (Coscheduling's HoldChanged), which takes its own lock under
+	// mu and never calls this plugin. The real clock runs callbacks on
+	// their own goroutine; a fake clock runs them inside Step under its
+	// lock, so a test must not Step while Permit, WaitStarted, Unreserve,
+	// PostBind or Close run.
 	mu sync.Mutex
 	// holds maps a pod UID to its current hold when onTimeout is Approve.
 	holds map[types.UID]*hold
@@ -117,12 +117,19 @@ type manualApproval struct {
 }
 
 // hold is one stay of a pod at this plugin's Permit when onTimeout is
-// Approve: the timer that approves the pod when the window ends. Its address
+// Approve: the timer that approves the pod when the window ends, nil until
+// the pod waits. Its address
 // is its identity. It is stored in the cycle's state so that Unreserve and
 // PostBind stop exactly the timer of their own cycle, and the timer's
 // callback acts only while its hold is the pod's current one.
 type hold struct {
 	timer clock.Timer
+}
+
+func (h *hold) stop() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
 }
 
 // Clone returns h itself: a hold belongs to one cycle and is never copied.
@@ -132,13 +139,14 @@ func (h *hold) Clone() framework.StateData { return h }
 const holdKey framework.StateKey = "Permit" + Name
 
 var (
-	_ framework.PreFilterPlugin        = (*manualApproval)(nil)
-	_ framework.PermitPlugin           = (*manualApproval)(nil)
-	_ framework.PermitTimeoutExtension = (*manualApproval)(nil)
-	_ framework.ReservePlugin          = (*manualApproval)(nil)
-	_ framework.PostBindPlugin         = (*manualApproval)(nil)
-	_ framework.EnqueueExtensions      = (*manualApproval)(nil)
-	_ io.Closer                        = (*manualApproval)(nil)
+	_ framework.PreFilterPlugin         = (*manualApproval)(nil)
+	_ framework.PermitPlugin            = (*manualApproval)(nil)
+	_ framework.WaitStartedPermitPlugin = (*manualApproval)(nil)
+	_ framework.PermitTimeoutExtension  = (*manualApproval)(nil)
+	_ framework.ReservePlugin           = (*manualApproval)(nil)
+	_ framework.PostBindPlugin          = (*manualApproval)(nil)
+	_ framework.EnqueueExtensions       = (*manualApproval)(nil)
+	_ io.Closer                         = (*manualApproval)(nil)
 )
 
 func (pl *manualApproval) Name() string { return Name }
@@ -203,17 +211,15 @@ func (pl *manualApproval) Permit(ctx context.Context, state *framework.CycleStat
 	}
 	klog.FromContext(ctx).V(3).Info("Holding pod for approval", "pod", klog.KObj(pod), "node", nodeName, "window", pl.window)
 	if pl.onTimeout == TimeoutApprove {
-		pl.arm(ctx, state, pod)
+		pl.hold(state, pod.UID)
 		return framework.NewStatus(framework.Wait), pl.window + approveMargin
 	}
 	return framework.NewStatus(framework.Wait), pl.window
 }
 
-// arm starts the timer that approves pod when its window ends and records
-// the hold as the pod's current one and in state.
-func (pl *manualApproval) arm(ctx context.Context, state *framework.CycleState, pod *v1.Pod) {
-	logger := klog.FromContext(ctx)
-	uid := pod.UID
+// hold records a new hold of the pod as its current one and in state; its
+// timer starts when the pod waits.
+func (pl *manualApproval) hold(state *framework.CycleState, uid types.UID) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.closed {
@@ -221,21 +227,33 @@ func (pl *manualApproval) arm(ctx context.Context, state *framework.CycleState, 
 		return
 	}
 	h := &hold{}
+	pl.holds[uid] = h
+	state.Write(holdKey, h)
+}
+
+// WaitStarted starts the timer that approves the waiting pod when its
+// window ends, if the pod's current hold has none yet.
+func (pl *manualApproval) WaitStarted(ctx context.Context, wp framework.WaitingPod) {
+	logger := klog.FromContext(ctx)
+	pod := wp.GetPod()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	h := pl.holds[pod.UID]
+	if h == nil || h.timer != nil {
+		// Not held with onTimeout Approve, resolved, or closed.
+		return
+	}
 	h.timer = pl.clock.AfterFunc(pl.window, func() {
 		pl.mu.Lock()
 		defer pl.mu.Unlock()
-		if pl.holds[uid] != h {
+		if pl.holds[pod.UID] != h {
 			// Resolved, superseded by a later hold, or closed.
 			return
 		}
-		delete(pl.holds, uid)
-		if wp := pl.handle.GetWaitingPod(uid); wp != nil {
-			logger.V(3).Info("Approval window ended, approving pod", "pod", klog.KObj(pod), "window", pl.window)
-			wp.Allow(Name)
-		}
+		delete(pl.holds, pod.UID)
+		logger.V(3).Info("Approval window ended, approving pod", "pod", klog.KObj(pod), "window", pl.window)
+		wp.Allow(Name)
 	})
-	pl.holds[uid] = h
-	state.Write(holdKey, h)
 }
 
 // forget stops the timer of the pod's hold h, or of its current hold when h
@@ -250,7 +268,7 @@ func (pl *manualApproval) forget(uid types.UID, h *hold) {
 	if h == nil {
 		return
 	}
-	h.timer.Stop()
+	h.stop()
 	if cur == h {
 		delete(pl.holds, uid)
 	}
@@ -291,7 +309,7 @@ func (pl *manualApproval) Close() error {
 	defer pl.mu.Unlock()
 	pl.closed = true
 	for uid, h := range pl.holds {
-		h.timer.Stop()
+		h.stop()
 		delete(pl.holds, uid)
 	}
 	return nil

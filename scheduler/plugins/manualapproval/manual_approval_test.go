@@ -344,3 +344,43 @@ func TestArgsValidation(t *testing.T) {
 		})
 	}
 }
+
+// lateWaiter is a Permit plugin after ManualApproval that lets time pass
+// before the pod waits, as slower Permit plugins and the gang plugin do.
+type lateWaiter struct {
+	clk   *testingclock.FakeClock
+	delay time.Duration
+}
+
+func (p *lateWaiter) Name() string { return "LateWaiter" }
+
+func (p *lateWaiter) Permit(context.Context, *framework.CycleState, *v1.Pod, string) (*framework.Status, time.Duration) {
+	p.clk.Step(p.delay)
+	return nil, 0
+}
+
+// TestWindowEndingBeforeThePodWaits: the window of onTimeout Approve runs
+// from when the pod waits. Were its timer armed in Permit, a window ending
+// before the later Permit plugins finished would find no waiting pod, and
+// the approval would be lost: the pod would stay held until the backstop
+// timer, a minute later, rejected it (and with it a gang).
+func TestWindowEndingBeforeThePodWaits(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	late := &lateWaiter{clk: clk, delay: 2 * time.Hour}
+	r := registry.New(map[string]fwkruntime.Factory{late.Name(): func(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
+		return late, nil
+	}})
+	if err := Register(r, decisions(nil), WithClock(clk)); err != nil {
+		t.Fatal(err)
+	}
+	profile := st.MultiPointProfile(st.Plugin(queuesort.Name, 0), st.Plugin(Name, 0), st.Plugin(late.Name(), 0), st.Plugin(defaultbinder.Name, 0))
+	profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(approveOnTimeout)}}}
+	fwk := st.NewFramework(t, r, profile, nil)
+	pod := st.MakePod().Name("p").UID("u1").Obj()
+
+	holdPod(t, fwk, pod)
+	clk.Step(time.Hour)
+	if got := waitOnPermit(t, fwk, pod); !got.IsSuccess() {
+		t.Fatalf("WaitOnPermit once the window ended = %v, want success", got)
+	}
+}
