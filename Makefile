@@ -53,13 +53,11 @@ control-plane: ## Build the test control plane (kube-apiserver, etcd, kube-contr
 .PHONY: test
 test: manifests generate fmt vet control-plane ## Run unit tests and the envtest suites on a real API server.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go test $(TEST_FLAGS) ./... -coverprofile cover.out
 
 .PHONY: test-faults
 test-faults: control-plane ## Run only the fault suite (part of make test), verbose, printing its figures: etcd and kube-apiserver restarted, the leader paused and cut off, mid-burst.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go test -race -count=1 ./test/faults -v -ginkgo.v
 
 ##@ Build
@@ -135,7 +133,6 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: ## Run the scheduling benchmark (default workloads, a few minutes) against a local API server.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go run ./test/perf --out=$(LOCALBIN)/perf $(BENCH_ARGS)
 
 # Flags of the failover benchmark (failovers, nodes, rate, lease settings).
@@ -144,7 +141,6 @@ FAILOVER_ARGS ?=
 .PHONY: bench-failover
 bench-failover: ## Kill the leader of two operator replicas 10 times under a stream of pods and measure the takeovers (a few minutes).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		exec $(LOCALBIN)/profile-scheduler-local --dir=$(LOCAL_DIR) $(LOCAL_ARGS)
 		go run ./test/failover --out=$(LOCALBIN)/failover $(FAILOVER_ARGS)
 
 ##@ Tools
