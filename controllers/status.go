@@ -26,6 +26,9 @@ const (
 	// profileFieldManager is the SchedulingProfileReconciler's: the status
 	// of a SchedulingProfile except condition types other writers add.
 	profileFieldManager = "profile-scheduler-profiles"
+	// podConditionFieldManager is the WaitingPodMirror's on Pods: the
+	// WaitingAtPermit condition of a held pod's status, nothing else.
+	podConditionFieldManager = "profile-scheduler-permit"
 )
 
 // applyStatus applies status, the status fields manager owns, to obj's

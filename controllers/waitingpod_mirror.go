@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -111,7 +112,21 @@ type record struct {
 	// creation of wpUID, returned.
 	written        *schedulingv1alpha1.WaitingPodStatus
 	writtenVersion string
+
+	// podShown is what the WaitingAtPermit condition written to pod says.
+	podShown podShown
 }
+
+// podShown is what the mirror last wrote to a pod's WaitingAtPermit
+// condition. Only a change of it is written, so a pod costs one write per
+// hold and one per release, however often the hold's details change.
+type podShown uint8
+
+const (
+	podUnshown podShown = iota
+	podShownHeld
+	podShownReleased
+)
 
 var (
 	_ framework.WaitingPodObserver = (*WaitingPodMirror)(nil)
@@ -376,6 +391,9 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		return nil
 	}
 	holding := rec.pod != nil && rec.observed && !rec.resolved
+	if err := m.showOnPod(ctx, key, rec); err != nil {
+		return err
+	}
 
 	wp := &schedulingv1alpha1.WaitingPod{}
 	err := m.client.Get(ctx, key, wp)
@@ -458,6 +476,85 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 	}
 	m.wrote(key, rec, stored, &want)
 	return nil
+}
+
+// showOnPod makes the pod of rec show its wait at Permit: the
+// WaitingAtPermit condition, True while held and False once a wait it
+// showed ended, and an event when the hold starts or expires. It writes
+// with server-side apply to the pod's status as a field manager of its
+// own, which owns that one condition: conditions on pods are a map keyed
+// by type, so no one else's is touched. A wait that ended before it was
+// shown is not written at all.
+func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedName, rec *record) error {
+	if rec.pod == nil || !rec.observed {
+		return nil
+	}
+	want := podShownHeld
+	if rec.resolved {
+		if rec.podShown != podShownHeld {
+			return nil
+		}
+		want = podShownReleased
+	}
+	if rec.podShown == want {
+		return nil
+	}
+	cond, note := podCondition(rec, key.Name, time.Now())
+	apply := applycorev1.Pod(rec.pod.Name, rec.pod.Namespace).WithUID(rec.pod.UID).
+		WithStatus(applycorev1.PodStatus().WithConditions(cond))
+	err := m.client.Status().Apply(ctx, apply, client.FieldOwner(podConditionFieldManager), client.ForceOwnership)
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// The pod is gone, or another pod of its name took its place
+		// (the UID differs): nothing to show it on.
+	case err != nil:
+		return err
+	case want == podShownHeld:
+		m.recorder.Eventf(rec.pod, nil, corev1.EventTypeNormal, schedulingv1alpha1.ReasonWaitingAtPermit, "Hold", "%s", note)
+	case rec.resolution == framework.PermitTimedOut:
+		m.recorder.Eventf(rec.pod, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonPermitTimedOut, "Hold", "%s", note)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur := m.records[key]; cur != nil && cur.podUID() == rec.podUID() {
+		cur.podShown = want
+	}
+	return nil
+}
+
+// podCondition is the WaitingAtPermit condition rec gives the pod of the
+// WaitingPod name, and the note of its event: while held, which plugins
+// hold it, until when at most (the earliest deadline: the first plugin to
+// time out rejects the pod) and where to decide; once the wait ended, how.
+func podCondition(rec *record, name string, now time.Time) (*applycorev1.PodConditionApplyConfiguration, string) {
+	cond := applycorev1.PodCondition().WithType(schedulingv1alpha1.PodWaitingAtPermit).
+		WithLastTransitionTime(metav1.NewTime(now.Truncate(time.Second)))
+	if !rec.resolved {
+		pending := slices.Sorted(maps.Keys(rec.deadlines))
+		var until time.Time
+		for _, d := range rec.deadlines {
+			if until.IsZero() || d.Before(until) {
+				until = d
+			}
+		}
+		where := "see kubectl get waitingpod/" + name
+		if slices.Contains(pending, manualapproval.Name) {
+			where = "decide with kubectl approve|reject waitingpod/" + name
+		}
+		note := fmt.Sprintf("Held at Permit by %s until %s: %s", strings.Join(pending, ", "), until.UTC().Truncate(time.Second).Format(time.RFC3339), where)
+		return cond.WithStatus(corev1.ConditionTrue).WithReason("HeldBy" + strings.Join(pending, "And")).WithMessage(note), note
+	}
+	switch rec.resolution {
+	case framework.PermitAllowed:
+		note := "Every Permit plugin allowed the pod; it proceeds to binding"
+		return cond.WithStatus(corev1.ConditionFalse).WithReason(reasonAllowed).WithMessage(note), note
+	case framework.PermitTimedOut:
+		note := "Wait at Permit expired: " + rec.message
+		return cond.WithStatus(corev1.ConditionFalse).WithReason(reasonTimeout).WithMessage(note), note
+	default:
+		note := "Rejected at Permit: " + rec.message
+		return cond.WithStatus(corev1.ConditionFalse).WithReason(schedulingv1alpha1.WaitingPodRejected).WithMessage(note), note
+	}
 }
 
 // podGroupOf is the PodGroup the record's pod is a member of: the one its

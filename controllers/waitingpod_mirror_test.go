@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,14 +29,16 @@ import (
 )
 
 // mirrorFixture is a mirror on a fake API server that counts the mirror's
-// creates and status writes (applies and patches).
+// creates and WaitingPod status writes (applies and patches), and its
+// applies to pods' status apart.
 type mirrorFixture struct {
-	mirror   *WaitingPodMirror
-	gangs    coschedulingHolds
-	client   client.Client
-	recorder *events.FakeRecorder
-	creates  int
-	writes   int
+	mirror    *WaitingPodMirror
+	gangs     coschedulingHolds
+	client    client.Client
+	recorder  *events.FakeRecorder
+	creates   int
+	writes    int
+	podWrites int
 }
 
 func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
@@ -58,7 +61,11 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-				f.writes++
+				if _, ok := obj.(*applycorev1.PodApplyConfiguration); ok {
+					f.podWrites++
+				} else {
+					f.writes++
+				}
 				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			},
 		}).Build()
@@ -183,6 +190,54 @@ func TestMirrorWritesHoldDecisionAndEndTogetherWhenBehind(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodDecidable); c != nil {
 		t.Errorf("Decidable = %+v after the wait ended, want none", c)
+	}
+}
+
+func TestMirrorWritesThePodOncePerHoldAndOncePerRelease(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps func(t *testing.T, f *mirrorFixture, pod *corev1.Pod)
+		want  int
+	}{{
+		name: "held, its hold changed, then allowed",
+		steps: func(t *testing.T, f *mirrorFixture, pod *corev1.Pod) {
+			f.mirror.PodWaiting("approvals", held(pod))
+			f.sync(t)
+			f.mirror.PodWaitChanged("approvals", heldSaying(pod, map[string]string{manualapproval.Name: "", coscheduling.Name: "3/4 members assigned"}))
+			f.sync(t)
+			f.mirror.PodResolved("approvals", pod, framework.PermitAllowed, nil)
+			f.sync(t)
+			f.sync(t)
+		},
+		want: 2,
+	}, {
+		name: "held and allowed before the mirror's turn",
+		steps: func(t *testing.T, f *mirrorFixture, pod *corev1.Pod) {
+			f.mirror.PodWaiting("approvals", held(pod))
+			f.mirror.PodResolved("approvals", pod, framework.PermitAllowed, nil)
+			f.sync(t)
+		},
+		want: 0,
+	}, {
+		name: "held, timed out, held again",
+		steps: func(t *testing.T, f *mirrorFixture, pod *corev1.Pod) {
+			f.mirror.PodWaiting("approvals", held(pod))
+			f.sync(t)
+			f.mirror.PodResolved("approvals", pod, framework.PermitTimedOut, framework.NewStatus(framework.Unschedulable, "timeout"))
+			f.sync(t)
+			f.mirror.PodWaiting("approvals", held(pod))
+			f.sync(t)
+		},
+		want: 3,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newMirrorFixture(t)
+			tc.steps(t, f, trainPod("pod-uid"))
+			if diff := cmp.Diff(tc.want, f.podWrites); diff != "" {
+				t.Errorf("pod status writes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -131,6 +131,22 @@ const (
 	WaitingPodPodMismatch = "PodMismatch"
 )
 
+// The condition the operator sets on a Pod held at Permit, and the reason
+// of the event that says so on the Pod: `kubectl describe pod` shows why
+// the pod waits and which WaitingPod to decide.
+const (
+	// PodWaitingAtPermit is True on a Pod while Permit plugins hold it,
+	// its reason naming them (HeldBy<Plugin>[And<Plugin>...]), and False
+	// once the wait ended (reason Allowed, Rejected or Timeout).
+	PodWaitingAtPermit = "scheduling.schedprofiles.io/WaitingAtPermit"
+	// ReasonWaitingAtPermit is the reason of the event on a Pod that a
+	// Permit plugin started to hold it.
+	ReasonWaitingAtPermit = "WaitingAtPermit"
+	// ReasonPermitTimedOut is the reason of the event on a Pod whose wait
+	// at Permit ended because its deadline passed.
+	ReasonPermitTimedOut = "PermitTimedOut"
+)
+
 // Reasons of the Decidable condition, and of an Approved or Rejected
 // condition whose decision did not release the pod.
 const (

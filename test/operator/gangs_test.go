@@ -170,6 +170,10 @@ var _ = Describe("Gangs", Ordered, func() {
 				g.Expect(wp.Status.Message).To(Equal("Coscheduling: 3/4 members assigned"))
 				g.Expect(wp.Status.NodeName).NotTo(BeEmpty())
 			}).Should(Succeed())
+			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(And(
+				havePodCondition(corev1.ConditionTrue, "HeldByCoscheduling"),
+				HaveField("Message", HaveSuffix(": see kubectl get waitingpod/"+name)),
+			))
 		}
 		Expect(kubectlOK("get", "waitingpods", "-n", ns)).To(ContainSubstring("Coscheduling: 3/4 members assigned"))
 		Eventually(func() string { return kubectlOK("get", "podgroups", "-n", ns) }).Should(MatchRegexp(`train\s+Scheduling\s+4\s+3\s`))
@@ -185,6 +189,12 @@ var _ = Describe("Gangs", Ordered, func() {
 		}
 		kubectlOK("label", "node", free, "gang=train")
 		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"train": 4}))
+		// The members let through with the last one are released on
+		// their pods too.
+		for i := range 3 {
+			held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("train-%d", i)}}
+			Eventually(permitCondition(held)).Should(havePodCondition(corev1.ConditionFalse, "Allowed"))
+		}
 		Eventually(func(g Gomega) {
 			pg := getPodGroup(ns, "train")
 			g.Expect(pg).NotTo(BeNil())

@@ -86,6 +86,9 @@ var _ = Describe("The benchmark harness", func() {
 			if res.Name == "ManualApproval/500Nodes" {
 				Expect(res.ServerCost.WritesPerPod).To(HaveKeyWithValue("POST waitingpods", BeNumerically("~", 1, 1e-9)))
 				Expect(res.ServerCost.WritesPerPod).To(HaveKeyWithValue("PATCH waitingpods", BeNumerically("~", 1, 1e-9)))
+				// The pod's WaitingAtPermit condition: one apply per hold and
+				// one per release at most, fewer when the queue coalesces them.
+				Expect(res.ServerCost.WritesPerPod["APPLY pods/status"]).To(BeNumerically("<=", 2))
 			}
 			Expect(res.UpstreamServerCost).To(BeNil(), res.Name)
 		}
