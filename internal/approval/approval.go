@@ -648,15 +648,16 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 	d.fill(&wp.Spec)
 	if held && !d.opts.ahead && wp.Status.Profile != "" {
 		// Pinned to the profile holding the pod: one deleted and created
-		// again under its name must not inherit the decision.
+		// again under its name must not inherit the decision. A holder no
+		// active profile stands for any more leaves it unpinned; the
+		// operator shows such a pod held by nothing moments later.
+		// An approver who may not list SchedulingProfiles still decides
+		// held pods one by one, unpinned and told so.
 		if _, err := d.servedProfiles(ctx); err != nil {
-			return err
+			fmt.Fprintf(d.stderr, "warning: waitingpod/%s: the decision is not pinned to profile %q (%v): it also applies if a profile of that name is deleted and created again\n", wp.Name, wp.Status.Profile, err)
+		} else if uid, ok := d.profileUIDs[wp.Status.Profile]; ok {
+			wp.Spec.ProfileUID = uid
 		}
-		uid, ok := d.profileUIDs[wp.Status.Profile]
-		if !ok {
-			return fmt.Errorf("waitingpod %s/%s is held by profile %q, which no SchedulingProfile serves now: nothing was %s", wp.Namespace, wp.Name, wp.Status.Profile, verbs[d.opts.decision])
-		}
-		wp.Spec.ProfileUID = uid
 	}
 	if d.opts.dryRun == "client" {
 		d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
