@@ -34,6 +34,9 @@ var _ = Describe("Decisions pinned to their profile", func() {
 		name := "pinned-" + ns
 		manifest := gangProfile(name, "permitWaitingTimeSeconds: 600\npodGroupRejectPercentage: 100", "ManualApproval")
 		apply(name, manifest)
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+		})
 		serving(name)
 		nodes(name, 1, "4", "8Gi")
 		// A gang of two whose second member fits no node: Coscheduling
@@ -68,5 +71,22 @@ var _ = Describe("Decisions pinned to their profile", func() {
 			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonProfileGone),
 			HaveField("Message", ContainSubstring(fmt.Sprintf("(UID %s) that was deleted since", old.UID)))))
 		Consistently(pendingPluginNames(ns, "pair-0"), "2s").Should(ContainElement("ManualApproval"))
+	})
+
+	It("leave a decision made with --ahead to whichever profile holds the pod", func() {
+		ns := namespace()
+		name := "ahead-" + ns
+		nodes(name, 1, "4", "8Gi")
+		pod := createPod(poolPod(ns, "later", name, name, "1", "1Gi"))
+		kubectlOK("approve", "pod/later", "-n", ns, "--ahead")
+		wp, err := getWaitingPod(ns, "later")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wp.Spec.ProfileUID).To(BeEmpty())
+
+		apply(name, approvalProfile(name, "10m"))
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+		})
+		Expect(boundNode(pod)).To(HavePrefix(name + "-"))
 	})
 })
