@@ -60,7 +60,10 @@ type options struct {
 	parallelism              int
 
 	reservedSchedulerNames string
-	waitingPodRetention    time.Duration
+	// ownSchedulerNamePrefixes mark schedulerNames as this operator's
+	// before any profile served them, for the NoProfile event.
+	ownSchedulerNamePrefixes string
+	waitingPodRetention      time.Duration
 
 	// allowedExtenderURLPrefixes and extenderMaxReplyBytes are what
 	// profiles' extenders are allowed (extender.Policy).
@@ -87,6 +90,7 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
+	flag.StringVar(&o.ownSchedulerNamePrefixes, "own-scheduler-name-prefixes", "", "Comma-separated schedulerName prefixes that are this operator's: a pending pod with such a schedulerName that no SchedulingProfile serves gets a NoProfile event, as do pods of names a profile served since the operator started. Empty means only the latter.")
 	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows its scheme's default port, one whose host ends in :* (http://127.0.0.1:*) every port. Empty refuses every profile with extenders.")
 	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers (at most 64 MiB, and no reply is read past 64 MiB); a larger reply is refused.")
 	zapOpts := zap.Options{}
@@ -176,7 +180,11 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", extender.AllowedURLPrefixesFlag, err)
 	}
-	opts := []scheduler.Option{scheduler.WithParallelism(o.parallelism), scheduler.WithExtenderPolicy(policy)}
+	opts := []scheduler.Option{
+		scheduler.WithParallelism(o.parallelism),
+		scheduler.WithExtenderPolicy(policy),
+		scheduler.WithOwnSchedulerNamePrefixes(splitNames(o.ownSchedulerNamePrefixes)...),
+	}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
 	}

@@ -235,6 +235,15 @@ func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alph
 	// record: the status is for people to read, not to decide from.
 	prev := r.decisions.Decision(wp)
 	already := prev != nil
+	if gone, err := pinnedProfileGone(ctx, r.client, spec); err != nil || gone {
+		if err == nil && (prev == nil || prev.Reason != schedulingv1alpha1.ReasonProfileGone) {
+			msg := fmt.Sprintf("%s by %s for a SchedulingProfile (UID %s) that was deleted since; it does not apply to the profile holding the pod now: delete this WaitingPod and decide again",
+				decided(spec.Decision), spec.DecidedBy, spec.ProfileUID)
+			r.decisions.RecordDecision(wp, metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonProfileGone, Message: msg})
+			r.recorder.Eventf(pod, wp, corev1.EventTypeWarning, schedulingv1alpha1.ReasonProfileGone, "Decide", "%s", msg)
+		}
+		return
+	}
 
 	held, profile := r.profiles.GetWaitingPod(pod.UID)
 	var pending, others []string
@@ -345,5 +354,25 @@ func (d Decisions) Decision(ctx context.Context, namespace, name string, uid typ
 	if wp.Spec.Decision == "" || wp.Spec.PodUID != uid {
 		return nil, nil
 	}
+	if gone, err := pinnedProfileGone(ctx, d.Reader, &wp.Spec); err != nil || gone {
+		return nil, err
+	}
 	return &wp.Spec, nil
+}
+
+// pinnedProfileGone tells whether spec's decision was pinned to a
+// SchedulingProfile that no longer exists: a profile deleted and created
+// again under its name is another one, and the decision is not its. r is
+// the manager's cache, so Permit makes no API call here.
+func pinnedProfileGone(ctx context.Context, r client.Reader, spec *schedulingv1alpha1.WaitingPodSpec) (bool, error) {
+	if spec.ProfileUID == "" {
+		return false, nil
+	}
+	var list schedulingv1alpha1.SchedulingProfileList
+	if err := r.List(ctx, &list); err != nil {
+		return false, err
+	}
+	return !slices.ContainsFunc(list.Items, func(sp schedulingv1alpha1.SchedulingProfile) bool {
+		return sp.UID == spec.ProfileUID && sp.DeletionTimestamp == nil
+	}), nil
 }

@@ -1,13 +1,18 @@
 package scheduler
 
 import (
+	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Result label values of the attempt metrics, as upstream.
@@ -40,26 +45,47 @@ func attemptsLabel(attempts int) string {
 // there the moment its profile goes away. It exports nothing until start:
 // a standby serves no profile yet, and counting every pending pod as
 // unserved there would raise alerts about a healthy leader's pods.
+//
+// It also warns, with one NoProfile event per pod, about a pod left
+// unserved for the warning delay, but only when its schedulerName is one
+// of the operator's own: a profile served it since the process started, or
+// it has one of the own prefixes. Pods of the cluster's other schedulers
+// are none of its business.
 type unservedPods struct {
-	gauge    *prometheus.GaugeVec
-	served   func(schedulerName string) bool
-	reserved sets.Set[string]
+	gauge       *prometheus.GaugeVec
+	served      func(schedulerName string) bool
+	reserved    sets.Set[string]
+	ownPrefixes []string
 
 	// mu orders the pod handlers' updates with profile changes: a series
 	// is set or deleted under it, after reading served, so the last writer
 	// always saw the current profile set. served takes the queue's lock,
 	// which is never held while calling in here.
 	mu       sync.Mutex
-	pending  map[string]sets.Set[types.UID]
+	pending  map[string]map[types.UID]*unservedPod
 	exported bool
+	// own holds the names a profile served since the process started.
+	// It only grows, by at most one name per profile ever published.
+	own sets.Set[string]
 }
 
-func newUnservedPods(gauge *prometheus.GaugeVec, served func(string) bool, reserved []string) *unservedPods {
+// unservedPod is what the warning needs of a pending pod. The set of them
+// is bounded by the pending pods: an entry goes with its pod.
+type unservedPod struct {
+	pod *v1.Pod
+	// seen is when this process first saw the pod pending.
+	seen   time.Time
+	warned bool
+}
+
+func newUnservedPods(gauge *prometheus.GaugeVec, served func(string) bool, reserved, ownPrefixes []string) *unservedPods {
 	return &unservedPods{
-		gauge:    gauge,
-		served:   served,
-		reserved: sets.New(reserved...),
-		pending:  map[string]sets.Set[types.UID]{},
+		gauge:       gauge,
+		served:      served,
+		reserved:    sets.New(reserved...),
+		ownPrefixes: ownPrefixes,
+		pending:     map[string]map[types.UID]*unservedPod{},
+		own:         sets.New[string](),
 	}
 }
 
@@ -72,12 +98,14 @@ func (u *unservedPods) add(pod *v1.Pod) {
 	name := pod.Spec.SchedulerName
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	uids := u.pending[name]
-	if uids == nil {
-		uids = sets.New[types.UID]()
-		u.pending[name] = uids
+	pods := u.pending[name]
+	if pods == nil {
+		pods = map[types.UID]*unservedPod{}
+		u.pending[name] = pods
 	}
-	uids.Insert(pod.UID)
+	if _, ok := pods[pod.UID]; !ok {
+		pods[pod.UID] = &unservedPod{pod: pod, seen: time.Now()}
+	}
 	u.refreshLocked(name)
 }
 
@@ -85,12 +113,12 @@ func (u *unservedPods) remove(pod *v1.Pod) {
 	name := pod.Spec.SchedulerName
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	uids := u.pending[name]
-	if !uids.Has(pod.UID) {
+	pods := u.pending[name]
+	if _, ok := pods[pod.UID]; !ok {
 		return
 	}
-	uids.Delete(pod.UID)
-	if uids.Len() == 0 {
+	delete(pods, pod.UID)
+	if len(pods) == 0 {
 		delete(u.pending, name)
 	}
 	u.refreshLocked(name)
@@ -123,13 +151,79 @@ func (u *unservedPods) refresh(name string) {
 }
 
 func (u *unservedPods) refreshLocked(name string) {
+	served := u.served(name)
+	if served {
+		u.own.Insert(name)
+	}
 	if !u.exported {
 		return
 	}
-	n := u.pending[name].Len()
-	if n == 0 || u.reserved.Has(name) || u.served(name) {
+	n := len(u.pending[name])
+	if n == 0 || u.reserved.Has(name) || served {
 		u.gauge.DeleteLabelValues(name)
 		return
 	}
 	u.gauge.WithLabelValues(name).Set(float64(n))
 }
+
+// isOwnLocked tells whether name is one the operator has reason to think
+// its own; reserved names never are.
+func (u *unservedPods) isOwnLocked(name string) bool {
+	if u.reserved.Has(name) {
+		return false
+	}
+	return u.own.Has(name) || slices.ContainsFunc(u.ownPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// due returns the pods of own names that no profile served for delay
+// since they were first seen, and marks them warned: each is returned
+// once in its life.
+func (u *unservedPods) due(now time.Time, delay time.Duration) []*v1.Pod {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.exported {
+		return nil
+	}
+	var due []*v1.Pod
+	for name, pods := range u.pending {
+		if !u.isOwnLocked(name) || u.served(name) {
+			continue
+		}
+		for _, p := range pods {
+			if !p.warned && now.Sub(p.seen) >= delay {
+				p.warned = true
+				due = append(due, p.pod)
+			}
+		}
+	}
+	return due
+}
+
+// warnUnserved emits the NoProfile events, every half delay, until ctx
+// ends. It runs beside the scheduling loop, never in it.
+func (s *Scheduler) warnUnserved(ctx context.Context, delay time.Duration) {
+	ticker := time.NewTicker(max(delay/2, 100*time.Millisecond))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			pods := s.unserved.due(now, delay)
+			if len(pods) == 0 {
+				continue
+			}
+			// Read outside the unserved lock: the profile set calls in
+			// there while holding its own.
+			names := strings.Join(s.profiles.Names(), ", ")
+			for _, pod := range pods {
+				name := pod.Spec.SchedulerName
+				s.broadcaster.NewRecorder(scheme.Scheme, name).Eventf(pod, nil, v1.EventTypeWarning, noProfileReason, "Scheduling",
+					"no SchedulingProfile serves schedulerName %q (profiles: %s)", name, names)
+			}
+		}
+	}
+}
+
+// noProfileReason is the reason of the event about a pod no profile serves.
+const noProfileReason = "NoProfile"

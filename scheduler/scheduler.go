@@ -102,6 +102,9 @@ type Scheduler struct {
 	bindings sync.WaitGroup
 	// bindSlots holds a token per Bind plugin call in flight (bind).
 	bindSlots chan struct{}
+	// unservedWarningDelay is how long an unserved pod of an own
+	// schedulerName waits for its NoProfile event.
+	unservedWarningDelay time.Duration
 }
 
 var (
@@ -118,6 +121,8 @@ type options struct {
 	extenderPolicy                extender.Policy
 	metrics                       *metrics.Metrics
 	reservedSchedulerNames        []string
+	ownSchedulerNamePrefixes      []string
+	unservedWarningDelay          time.Duration
 	podInitialBackoff             time.Duration
 	podMaxBackoff                 time.Duration
 	podMaxInUnschedulableDuration time.Duration
@@ -180,6 +185,25 @@ func WithReservedSchedulerNames(names ...string) Option {
 	return func(o *options) { o.reservedSchedulerNames = names }
 }
 
+// WithOwnSchedulerNamePrefixes makes schedulerNames with one of prefixes
+// the operator's own, even before a profile served them: their pods get
+// the NoProfile event when no profile serves them.
+func WithOwnSchedulerNamePrefixes(prefixes ...string) Option {
+	return func(o *options) { o.ownSchedulerNamePrefixes = prefixes }
+}
+
+// WithUnservedWarningDelay sets how long a pod of one of the operator's
+// own schedulerNames may stay unserved before it gets the NoProfile event
+// (DefaultUnservedWarningDelay by default). The delay keeps a pod applied
+// together with its profile from being warned about.
+func WithUnservedWarningDelay(d time.Duration) Option {
+	return func(o *options) { o.unservedWarningDelay = d }
+}
+
+// DefaultUnservedWarningDelay is how long an unserved pod of an own
+// schedulerName waits before its NoProfile event.
+const DefaultUnservedWarningDelay = 10 * time.Second
+
 // WithPodBackoff sets the initial and maximum backoff of failed pods (1 s and 10 s by default).
 func WithPodBackoff(initial, maxBackoff time.Duration) Option {
 	return func(o *options) { o.podInitialBackoff, o.podMaxBackoff = initial, maxBackoff }
@@ -227,6 +251,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		podMaxInUnschedulableDuration: queue.DefaultPodMaxInUnschedulablePodsDuration,
 		assumedPodTTL:                 internalcache.DefaultAssumedPodTTL,
 		stalledCycleTimeout:           DefaultStalledCycleTimeout,
+		unservedWarningDelay:          DefaultUnservedWarningDelay,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -262,6 +287,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
 	}
 	s.progress.timeout = o.stalledCycleTimeout
+	s.unservedWarningDelay = o.unservedWarningDelay
 	// Terminal pods hold no resources: keeping them out of the informer
 	// releases them (the watch reports a pod that turns terminal as deleted).
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
@@ -276,7 +302,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		queue.WithPodMaxInUnschedulablePodsDuration(o.podMaxInUnschedulableDuration),
 		queue.WithMetrics(o.metrics),
 	)
-	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames)
+	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames, o.ownSchedulerNamePrefixes)
 	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod))
 	s.status = newStatusUpdater(client, s.podLister)
 
@@ -454,7 +480,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.unserved.start()
 
 	var background sync.WaitGroup
-	background.Add(3)
+	background.Add(4)
+	go func() { defer background.Done(); s.warnUnserved(ctx, s.unservedWarningDelay) }()
 	go func() { defer background.Done(); s.cache.Run(ctx) }()
 	go func() { defer background.Done(); s.queue.Run(ctx) }()
 	go func() { defer background.Done(); s.status.run(ctx) }()

@@ -28,6 +28,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.decision) || (has(self.reason) == has(oldSelf.reason) && (!has(oldSelf.reason) || self.reason == oldSelf.reason) && has(self.decidedBy) == has(oldSelf.decidedBy) && (!has(oldSelf.decidedBy) || self.decidedBy == oldSelf.decidedBy))",message="reason and decidedBy cannot be changed once a decision is set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.podUID) || (has(self.podUID) && self.podUID == oldSelf.podUID)",message="podUID cannot be changed once set"
 // +kubebuilder:validation:XValidation:rule="!has(self.decision) || (has(self.podUID) && size(self.podUID) > 0)",message="a decision must name its pod: set podUID to the UID of the pod it is for"
+// +kubebuilder:validation:XValidation:rule="has(self.profileUID) == has(oldSelf.profileUID) && (!has(oldSelf.profileUID) || self.profileUID == oldSelf.profileUID) || (!has(oldSelf.decision) && !has(oldSelf.profileUID))",message="profileUID cannot be changed once set or once a decision is set"
 type WaitingPodSpec struct {
 	// PodUID is the pod the decision applies to; a decision requires it. A
 	// decision never applies to another pod that later takes the same name.
@@ -47,6 +48,16 @@ type WaitingPodSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	DecidedBy string `json:"decidedBy,omitempty"`
+
+	// ProfileUID pins the decision to the SchedulingProfile, by UID, that
+	// held the pod when it was made (kubectl approve/reject set it from
+	// the profile status.profile names). Once that profile is deleted the
+	// decision applies to no other, not even a new profile of the same
+	// name: its Approved or Rejected condition turns False, reason
+	// ProfileGone. A decision without it (made with --ahead) applies to
+	// whichever profile holds the pod next.
+	// +optional
+	ProfileUID types.UID `json:"profileUID,omitempty"`
 }
 
 // PendingPlugin is a Permit plugin that still holds the pod.
@@ -158,6 +169,9 @@ const (
 	// ReasonOtherPodDecided: the decision is for another pod than the one
 	// held under the WaitingPod's name (PodMismatch).
 	ReasonOtherPodDecided = "OtherPodDecided"
+	// ReasonProfileGone: the decision was made for a SchedulingProfile
+	// (spec.profileUID) that no longer exists; it applies to no other.
+	ReasonProfileGone = "ProfileGone"
 )
 
 // WaitingPod is a pod held at the Permit extension point, made visible so a

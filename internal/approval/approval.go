@@ -247,6 +247,9 @@ type decider struct {
 	// served is what the SchedulingProfiles' status says, read once per
 	// run when first needed.
 	served servedProfiles
+	// profileUIDs maps each served schedulerName to the UID of the
+	// SchedulingProfile serving it, read with served.
+	profileUIDs map[string]types.UID
 }
 
 // servedProfiles maps each schedulerName an active SchedulingProfile serves
@@ -265,6 +268,7 @@ func (d *decider) servedProfiles(ctx context.Context) (servedProfiles, error) {
 		return nil, fmt.Errorf("listing SchedulingProfiles: %w", err)
 	}
 	served := servedProfiles{}
+	d.profileUIDs = map[string]types.UID{}
 	for _, sp := range list.Items {
 		// Of profiles claiming one schedulerName, only the one serving it
 		// is Active.
@@ -278,6 +282,7 @@ func (d *decider) servedProfiles(ctx context.Context) (servedProfiles, error) {
 			}
 		}
 		served[sp.Status.SchedulerName] = permit
+		d.profileUIDs[sp.Status.SchedulerName] = sp.UID
 	}
 	d.served = served
 	return served, nil
@@ -641,6 +646,19 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 		wp.Spec.PodUID = pod.UID
 	}
 	d.fill(&wp.Spec)
+	if held && !d.opts.ahead && wp.Status.Profile != "" {
+		// Pinned to the profile holding the pod: one deleted and created
+		// again under its name must not inherit the decision. A holder no
+		// active profile stands for any more leaves it unpinned; the
+		// operator shows such a pod held by nothing moments later.
+		// An approver who may not list SchedulingProfiles still decides
+		// held pods one by one, unpinned and told so.
+		if _, err := d.servedProfiles(ctx); err != nil {
+			fmt.Fprintf(d.stderr, "warning: waitingpod/%s: the decision is not pinned to profile %q (%v): it also applies if a profile of that name is deleted and created again\n", wp.Name, wp.Status.Profile, err)
+		} else if uid, ok := d.profileUIDs[wp.Status.Profile]; ok {
+			wp.Spec.ProfileUID = uid
+		}
+	}
 	if d.opts.dryRun == "client" {
 		d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
 		d.warnStillHeld(wp)

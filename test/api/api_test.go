@@ -251,6 +251,30 @@ var _ = Describe("WaitingPod", func() {
 		otherPod := wp.DeepCopy()
 		otherPod.Spec.PodUID = "another-uid"
 		expectInvalid(k8sClient.Update(ctx, otherPod), "podUID cannot be changed once set")
+
+		// Nobody re-points a decision at a profile it was not made for.
+		repinned := wp.DeepCopy()
+		repinned.Spec.ProfileUID = "another-profile"
+		expectInvalid(k8sClient.Update(ctx, repinned), "profileUID cannot be changed once set or once a decision is set")
+	})
+
+	It("keeps the profile a decision is pinned to", func() {
+		wp := newWaitingPod("pinned", schedulingv1alpha1.WaitingPodSpec{PodUID: "pod-uid"})
+		Expect(k8sClient.Create(ctx, wp)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, wp)).To(Succeed()) })
+
+		// Set with the decision, as kubectl approve does.
+		wp.Spec.Decision = schedulingv1alpha1.DecisionApprove
+		wp.Spec.DecidedBy = "alice"
+		wp.Spec.ProfileUID = "profile-uid"
+		Expect(k8sClient.Update(ctx, wp)).To(Succeed())
+
+		unpinned := wp.DeepCopy()
+		unpinned.Spec.ProfileUID = ""
+		expectInvalid(k8sClient.Update(ctx, unpinned), "profileUID cannot be changed once set or once a decision is set")
+		repinned := wp.DeepCopy()
+		repinned.Spec.ProfileUID = "new-profile-uid"
+		expectInvalid(k8sClient.Update(ctx, repinned), "profileUID cannot be changed once set or once a decision is set")
 	})
 
 	It("records the scheduler's observations in the status subresource only", func() {

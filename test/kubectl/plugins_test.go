@@ -347,9 +347,13 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 			"Warning: waitingpod/labelled skipped: the scheduler shows no profile holding it; it is no member of podgroup/train and was not approved\n" +
 				"Warning: waitingpod/train-1 is still held by Coscheduling, which an approval does not release\n" +
 				"Warning: waitingpod/train-2 is still held by Coscheduling, which an approval does not release\n"))
+		// Each decision is pinned to the profile holding its pod.
+		profile := &schedulingv1alpha1.SchedulingProfile{}
+		Expect(adminClient.Get(ctx, client.ObjectKey{Name: gangsProfile}, profile)).To(Succeed())
 		for _, wp := range members {
 			Expect(get(wp.Name).Spec).To(Equal(schedulingv1alpha1.WaitingPodSpec{
 				PodUID: wp.Spec.PodUID, Decision: schedulingv1alpha1.DecisionApprove, Reason: "gang reviewed", DecidedBy: "alice",
+				ProfileUID: profile.UID,
 			}), wp.Name)
 		}
 		Expect(get("other-0").Spec.Decision).To(BeEmpty())

@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -115,6 +116,10 @@ func startOperator(extra ...func(runtime.Registry) error) {
 		Registry:               registry,
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    retention,
+		Scheduler: []scheduler.Option{
+			scheduler.WithUnservedWarningDelay(unservedWarningDelay),
+			scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	done := make(chan struct{})
