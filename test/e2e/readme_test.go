@@ -86,6 +86,10 @@ var walkthrough = []step{
 	{"kubectl wait --for=create waitingpod/train-0", contains("condition met")},
 	{"kubectl wait --for=condition=Waiting waitingpod/train-0", contains("condition met")},
 	{"kubectl get waitingpods", matches(`(?m)^train-0\s+train-0\s+approvals\s+True\s+\S+\s*$`)},
+	{"kubectl describe pod train-0", func(out string) {
+		Expect(out).To(MatchRegexp(`scheduling.schedprofiles.io/WaitingAtPermit\s+True`))
+		Expect(out).To(MatchRegexp(`WaitingAtPermit\s+.*Held at Permit by ManualApproval until .*: decide with kubectl approve\|reject waitingpod/train-0`))
+	}},
 	{`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`, contains("waitingpod/train-0 approved")},
 	{"kubectl wait --for=condition=Ready pod/train-0", contains("condition met")},
 	{"kubectl get events --field-selector involvedObject.name=train-0", func(out string) {
