@@ -363,13 +363,14 @@ func (d Decisions) Decision(ctx context.Context, namespace, name string, uid typ
 // pinnedProfileGone tells whether spec's decision was pinned to a
 // SchedulingProfile that no longer exists: a profile deleted and created
 // again under its name is another one, and the decision is not its. r is
-// the manager's cache, so Permit makes no API call here.
+// the manager's cache, so Permit makes no API call here; the profiles are
+// only read, so the cache hands them over without copying each one.
 func pinnedProfileGone(ctx context.Context, r client.Reader, spec *schedulingv1alpha1.WaitingPodSpec) (bool, error) {
 	if spec.ProfileUID == "" {
 		return false, nil
 	}
 	var list schedulingv1alpha1.SchedulingProfileList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	return !slices.ContainsFunc(list.Items, func(sp schedulingv1alpha1.SchedulingProfile) bool {
