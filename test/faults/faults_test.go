@@ -76,40 +76,33 @@ var _ = Describe("Faults mid-burst", Ordered, func() {
 		AddReportEntry("fault figures", table.String())
 	})
 
-	It("restarts etcd and honours the decisions made just before", func() {
+	// restart kills a control-plane process once a burst is under way,
+	// with a decision made on each of two held pods just before, and starts
+	// it again after down.
+	restart := func(step, fault string, proc *testenv.ControlPlaneProcess, down time.Duration, detail string) {
 		steadyLeader()
-		approve, reject := heldForDecision("etcd")
-		names, created := burst("etcd", burstSize)
+		approve, reject := heldForDecision(step)
+		names, created := burst(step, burstSize)
 		struck(names)
 		decide(approve, schedulingv1alpha1.DecisionApprove)
 		decide(reject, schedulingv1alpha1.DecisionReject)
 
 		start := time.Now()
-		Expect(etcd.Kill()).To(Succeed())
-		time.Sleep(etcdDown)
-		Expect(etcd.Start()).To(Succeed())
-		figures = append(figures, recovered("etcd killed, restarted", start, names, created, fmt.Sprintf("down %v", etcdDown)))
+		Expect(proc.Kill()).To(Succeed())
+		time.Sleep(down)
+		Expect(proc.Start()).To(Succeed())
+		figures = append(figures, recovered(fault, start, names, created, detail))
 
 		honoured(approve, reject)
 		invariantsHold()
+	}
+
+	It("restarts etcd and honours the decisions made just before", func() {
+		restart("etcd", "etcd killed, restarted", etcd, etcdDown, fmt.Sprintf("down %v", etcdDown))
 	})
 
 	It("restarts kube-apiserver and honours the decisions made just before", func() {
-		steadyLeader()
-		approve, reject := heldForDecision("apiserver")
-		names, created := burst("apiserver", burstSize)
-		struck(names)
-		decide(approve, schedulingv1alpha1.DecisionApprove)
-		decide(reject, schedulingv1alpha1.DecisionReject)
-
-		start := time.Now()
-		Expect(apiserver.Kill()).To(Succeed())
-		time.Sleep(apiserverDown)
-		Expect(apiserver.Start()).To(Succeed())
-		figures = append(figures, recovered("kube-apiserver killed, restarted", start, names, created, fmt.Sprintf("down %v, then its own start", apiserverDown)))
-
-		honoured(approve, reject)
-		invariantsHold()
+		restart("apiserver", "kube-apiserver killed, restarted", apiserver, apiserverDown, fmt.Sprintf("down %v, then its own start", apiserverDown))
 	})
 
 	It("pauses the leader past its Lease and honours the decisions made meanwhile", func() {
