@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -106,7 +107,7 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 		build:             build,
 		recorder:          recorder,
 		reserved:          sets.New(reserved...),
-		revisionNamespace: defaultRevisionNamespace(),
+		revisionNamespace: OperatorNamespace(),
 		served:            map[string]servedProfile{},
 		owners:            map[string]string{},
 		failingExtenders:  map[string]extenderFailures{},
@@ -140,10 +141,10 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 		klog.FromContext(ctx).Error(err, "Listing SchedulingProfiles")
 		return reqs
 	}
-	name := schedulerNameOf(sp)
+	name := validation.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name != sp.Name && schedulerNameOf(other) == name {
+		if other.Name != sp.Name && validation.SchedulerName(other) == name {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: other.Name}})
 		}
 	}
@@ -165,7 +166,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	name := schedulerNameOf(sp)
+	name := validation.SchedulerName(sp)
 	r.mu.Lock()
 	prev, serving := r.served[sp.Name]
 	r.mu.Unlock()
@@ -201,7 +202,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	profile := upstreamProfile(name, &sp.Spec)
+	profile := validation.UpstreamProfile(name, &sp.Spec)
 	if !serving || prev.generation != sp.Generation {
 		fwk, reason, msg := r.buildSpec(ctx, sp, profile)
 		if fwk == nil {
@@ -260,23 +261,23 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 }
 
 // buildSpec builds sp's current spec, or says why it may not serve: it is
-// too large (reason SpecTooLarge) or invalid (InvalidSpec).
+// too large (reason SpecTooLarge) or invalid (InvalidSpec). The checks are
+// validation's, as in the admission webhook, plus what only building it
+// here shows: the extenders' TLS Secrets.
 func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile) (fwk framework.Framework, reason, msg string) {
-	data, err := json.Marshal(&sp.Spec)
-	if err != nil {
-		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be serialized: %v", sp.Generation, err)
+	refused := func(ref *validation.Refusal) (framework.Framework, string, string) {
+		return nil, ref.Reason, fmt.Sprintf("Generation %d %s", sp.Generation, ref.Message)
 	}
-	if len(data) > MaxSpecBytes {
-		return nil, schedulingv1alpha1.ReasonSpecTooLarge, fmt.Sprintf(
-			"Generation %d is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", sp.Generation, len(data), MaxSpecBytes)
+	if ref := validation.CheckSize(&sp.Spec); ref != nil {
+		return refused(ref)
 	}
 	exts, err := r.extenderConfigs(ctx, sp.Name, sp.Spec.Extenders)
 	if err != nil {
-		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
+		return refused(validation.NotBuilt(err))
 	}
 	fwk, err = r.build(ctx, profile, runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation)))
 	if err != nil {
-		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
+		return refused(validation.NotBuilt(err))
 	}
 	return fwk, "", ""
 }
@@ -294,7 +295,7 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 			"generation", orig.Status.ServingGeneration, "controllerRevision", klog.KRef(ref.Namespace, ref.Name))
 		return servedProfile{}, false
 	}
-	if lastName := schedulerNameOf(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
+	if lastName := validation.SchedulerName(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
 		return servedProfile{}, false
 	}
 	exts, err := r.extenderConfigs(ctx, sp.Name, last.Extenders)
@@ -302,7 +303,7 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 		klog.FromContext(ctx).Error(err, "The extenders of the last valid generation cannot be set up", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
 	}
-	fwk, err := r.build(ctx, upstreamProfile(name, last), runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
+	fwk, err := r.build(ctx, validation.UpstreamProfile(name, last), runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
@@ -318,8 +319,8 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 // valid, so a name never flaps between objects as specs change.
 func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, name string) (reason, msg string, err error) {
 	if r.reserved.Has(name) {
-		return schedulingv1alpha1.ReasonReservedSchedulerName,
-			fmt.Sprintf("schedulerName %s is reserved for another scheduler; choose another name", name), nil
+		ref := validation.ReservedName(name)
+		return ref.Reason, ref.Message, nil
 	}
 	var list schedulingv1alpha1.SchedulingProfileList
 	if err := r.client.List(ctx, &list); err != nil {
@@ -327,7 +328,7 @@ func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulin
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || schedulerNameOf(other) != name {
+		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || validation.SchedulerName(other) != name {
 			continue
 		}
 		if older(other, sp) {
@@ -441,21 +442,6 @@ func profileShows(got, want schedulingv1alpha1.SchedulingProfileStatus) bool {
 	return equality.Semantic.DeepEqual(got, want)
 }
 
-// schedulerNameOf is the schedulerName a profile claims: spec.schedulerName,
-// else its name (the API server makes sure that is then a DNS-1123 label).
-func schedulerNameOf(sp *schedulingv1alpha1.SchedulingProfile) string {
-	if sp.Spec.SchedulerName != nil && *sp.Spec.SchedulerName != "" {
-		return *sp.Spec.SchedulerName
-	}
-	return sp.Name
-}
-
-// MaxSpecBytes is the largest spec, as JSON, a profile may have. The API
-// server stores an object of up to 1.5 MiB (etcd's default request limit);
-// a spec of at most 1 MiB leaves half a MiB for the profile's metadata and
-// status, and its ControllerRevision fits with room to spare.
-const MaxSpecBytes = 1 << 20
-
 const (
 	// maxConditionMessage is metav1.Condition's limit on a message.
 	maxConditionMessage = 32768
@@ -477,7 +463,9 @@ func WithRevisionNamespace(ns string) ProfileOption {
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-func defaultRevisionNamespace() string {
+// OperatorNamespace is the namespace of the service account the operator
+// runs as, or "default" outside a cluster.
+func OperatorNamespace() string {
 	if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
 		if ns := strings.TrimSpace(string(data)); ns != "" {
 			return ns
@@ -615,7 +603,7 @@ func revisionName(sp *schedulingv1alpha1.SchedulingProfile, data []byte) string 
 	h := sha256.New()
 	h.Write([]byte(sp.UID))
 	h.Write(data)
-	const maxPrefix = validation.DNS1123SubdomainMaxLength - 1 - 16
+	const maxPrefix = utilvalidation.DNS1123SubdomainMaxLength - 1 - 16
 	return fmt.Sprintf("%s-%s", strings.TrimRight(truncate(sp.Name, maxPrefix), "-."), hex.EncodeToString(h.Sum(nil))[:16])
 }
 
@@ -652,87 +640,12 @@ func eventNote(msg string) string { return truncate(msg, maxEventNote) }
 // namespace only.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=system
 
-// defaultCAKey is the key of a CA Secret when caSecretRef names none.
-const defaultCAKey = "ca.crt"
-
 // extenderConfigs turns the extenders of profile into upstream's form,
-// with the TLS material read from the Secrets they reference. Upstream's
-// file and inline-data fields are refused: a file path would name the
-// operator's own filesystem, and inline data would publish a key in a
-// cluster-scoped object.
+// with the TLS material read from the Secrets labelled for profile.
 func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, profile string, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
-	if len(exts) == 0 {
-		return nil, nil
-	}
-	out := make([]configv1.Extender, len(exts))
-	for i := range exts {
-		e := &exts[i]
-		cfg := configv1.Extender{
-			URLPrefix:        e.URLPrefix,
-			FilterVerb:       e.FilterVerb,
-			PreemptVerb:      e.PreemptVerb,
-			PrioritizeVerb:   e.PrioritizeVerb,
-			Weight:           e.Weight,
-			BindVerb:         e.BindVerb,
-			EnableHTTPS:      e.EnableHTTPS,
-			HTTPTimeout:      e.HTTPTimeout,
-			NodeCacheCapable: e.NodeCacheCapable,
-			Ignorable:        e.Ignorable,
-		}
-		for j, m := range e.ManagedResources {
-			if m.IgnoredByScheduler {
-				return nil, fmt.Errorf("extenders[%d].managedResources[%d].ignoredByScheduler: not supported: NodeResourcesFit always checks %s", i, j, m.Name)
-			}
-			cfg.ManagedResources = append(cfg.ManagedResources, configv1.ExtenderManagedResource{Name: m.Name})
-		}
-		if t := e.TLSConfig; t != nil {
-			tls, err := r.extenderTLS(ctx, fmt.Sprintf("extenders[%d].tlsConfig", i), profile, t)
-			if err != nil {
-				return nil, err
-			}
-			cfg.TLSConfig = tls
-		}
-		out[i] = cfg
-	}
-	return out, nil
-}
-
-func (r *SchedulingProfileReconciler) extenderTLS(ctx context.Context, path, profile string, t *schedulingv1alpha1.ExtenderTLSConfig) (*configv1.ExtenderTLSConfig, error) {
-	for _, f := range []struct {
-		name, use string
-		set       bool
-	}{
-		{"certFile", "certSecretRef", t.CertFile != ""},
-		{"keyFile", "certSecretRef", t.KeyFile != ""},
-		{"caFile", "caSecretRef", t.CAFile != ""},
-		{"certData", "certSecretRef", len(t.CertData) != 0},
-		{"keyData", "certSecretRef", len(t.KeyData) != 0},
-		{"caData", "caSecretRef", len(t.CAData) != 0},
-	} {
-		if f.set {
-			return nil, fmt.Errorf("%s.%s: not supported in a SchedulingProfile, which anyone who may read profiles can read and which names no file of the operator's; put the material in a Secret in namespace %s and set %s", path, f.name, r.revisionNamespace, f.use)
-		}
-	}
-	out := &configv1.ExtenderTLSConfig{Insecure: t.Insecure, ServerName: t.ServerName}
-	if ref := t.CertSecretRef; ref != nil {
-		data, err := r.extenderSecret(ctx, path+".certSecretRef", profile, ref.Name, corev1.TLSCertKey, corev1.TLSPrivateKeyKey)
-		if err != nil {
-			return nil, err
-		}
-		out.CertData, out.KeyData = data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]
-	}
-	if ref := t.CASecretRef; ref != nil {
-		key := ref.Key
-		if key == "" {
-			key = defaultCAKey
-		}
-		data, err := r.extenderSecret(ctx, path+".caSecretRef", profile, ref.Name, key)
-		if err != nil {
-			return nil, err
-		}
-		out.CAData = data[key]
-	}
-	return out, nil
+	return validation.Extenders(ctx, exts, r.revisionNamespace, func(ctx context.Context, path, name string, keys ...string) (map[string][]byte, error) {
+		return r.extenderSecret(ctx, path, profile, name, keys...)
+	})
 }
 
 // extenderSecret reads the data of a Secret of the operator's namespace

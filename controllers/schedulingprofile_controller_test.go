@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
@@ -215,9 +216,9 @@ func invalidSpec() schedulingv1alpha1.SchedulingProfileSpec {
 	}}
 }
 
-// tooLargeSpec is valid but larger, as JSON, than MaxSpecBytes.
+// tooLargeSpec is valid but larger, as JSON, than validation.MaxSpecBytes.
 func tooLargeSpec() schedulingv1alpha1.SchedulingProfileSpec {
-	args := fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", MaxSpecBytes))
+	args := fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", validation.MaxSpecBytes))
 	return schedulingv1alpha1.SchedulingProfileSpec{PluginConfig: []schedulingv1alpha1.PluginConfig{{Name: "NodeResourcesFit", Args: runtime.RawExtension{Raw: []byte(args)}}}}
 }
 
@@ -291,7 +292,7 @@ func TestReconcileStatus(t *testing.T) {
 		wantOmittedDefaults: true,
 		wantConditions: func(g int64) []metav1.Condition {
 			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge,
-				fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+MaxSpecBytes, MaxSpecBytes),
+				fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+validation.MaxSpecBytes, validation.MaxSpecBytes),
 				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p")
 		},
 		wantEventReasonPrefix: "Warning SpecTooLarge",
@@ -371,7 +372,7 @@ func TestReconcileStatus(t *testing.T) {
 				if tc.lastValid != nil {
 					serves = tc.lastValid
 				}
-				wantOmitted = plugins.OmittedDefaultPluginsFor(upstreamProfile("p", serves))
+				wantOmitted = plugins.OmittedDefaultPluginsFor(validation.UpstreamProfile("p", serves))
 			}
 			if diff := cmp.Diff(wantOmitted, got.OmittedDefaultPlugins, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("omittedDefaultPlugins (-want +got):\n%s", diff)

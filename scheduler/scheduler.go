@@ -345,6 +345,9 @@ func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIn
 // Profiles returns the live profile set the loop serves.
 func (s *Scheduler) Profiles() *profiles.Set { return s.profiles }
 
+// ExtenderPolicy returns what the profiles' extenders are allowed.
+func (s *Scheduler) ExtenderPolicy() extender.Policy { return s.extenderPolicy }
+
 // InformerFactory returns the informers the loop and the plugins share.
 func (s *Scheduler) InformerFactory() informers.SharedInformerFactory { return s.informerFactory }
 

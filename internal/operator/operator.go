@@ -22,7 +22,9 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
+	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -60,6 +62,9 @@ type Options struct {
 type Operator struct {
 	Scheduler *scheduler.Scheduler
 	Profiles  *profiles.Set
+	// Validator checks profiles as the SchedulingProfile controller
+	// builds them, for the admission webhook.
+	Validator *validation.Validator
 }
 
 // EventSource is the name events of the operator's controllers carry.
@@ -80,10 +85,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := manualapproval.Register(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}); err != nil {
-		return nil, err
-	}
-	if err := coscheduling.Register(o.Registry, controllers.PodGroups{Reader: mgr.GetCache()}); err != nil {
+	if err := registerOperatorPlugins(o.Registry, controllers.Decisions{Reader: mgr.GetCache()}, controllers.PodGroups{Reader: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	// Coscheduling reads PodGroups from the manager's cache, which runs on
@@ -141,12 +143,12 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return sched.NewFramework(ctx, profile, append(opts,
 			runtime.WithWaitingPodObserver(mirror), runtime.WithWaitingPodObserver(podGroups))...)
 	}
-	var profileOpts []controllers.ProfileOption
-	if o.Namespace != "" {
-		profileOpts = append(profileOpts, controllers.WithRevisionNamespace(o.Namespace))
+	namespace := o.Namespace
+	if namespace == "" {
+		namespace = controllers.OperatorNamespace()
 	}
 	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder,
-		o.ReservedSchedulerNames, profileOpts...).SetupWithManager(mgr); err != nil {
+		o.ReservedSchedulerNames, controllers.WithRevisionNamespace(namespace)).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Decisions read and watch pods through the scheduling loop's pod
@@ -157,7 +159,44 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		o.WaitingPodRetention).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	return &Operator{Scheduler: sched, Profiles: sched.Profiles()}, nil
+	validator := validation.New(validation.Options{
+		Registry:               o.Registry,
+		DefaultPlugins:         plugins.DefaultPlugins(),
+		ReservedSchedulerNames: o.ReservedSchedulerNames,
+		ExtenderPolicy:         sched.ExtenderPolicy(),
+		Namespace:              namespace,
+		Client:                 clientset,
+	})
+	return &Operator{Scheduler: sched, Profiles: sched.Profiles(), Validator: validator}, nil
+}
+
+// registerOperatorPlugins adds to r the plugins that read the operator's
+// own objects: ManualApproval its WaitingPods' decisions, Coscheduling its
+// PodGroups.
+func registerOperatorPlugins(r runtime.Registry, decisions manualapproval.Decisions, groups coscheduling.PodGroups) error {
+	if err := manualapproval.Register(r, decisions); err != nil {
+		return err
+	}
+	return coscheduling.Register(r, groups)
+}
+
+// OfflineValidator checks profiles as an operator with these settings
+// would, without a cluster: the plugins are those the operator serves, and
+// ManualApproval and Coscheduling, which read the cluster only when they
+// run, are built without it. namespace is the operator's, named in
+// messages about extenders' TLS Secrets.
+func OfflineValidator(reserved []string, policy extender.Policy, namespace string) (*validation.Validator, error) {
+	r := plugins.NewInTreeRegistry()
+	if err := registerOperatorPlugins(r, nil, nil); err != nil {
+		return nil, err
+	}
+	return validation.New(validation.Options{
+		Registry:               r,
+		DefaultPlugins:         plugins.DefaultPlugins(),
+		ReservedSchedulerNames: reserved,
+		ExtenderPolicy:         policy,
+		Namespace:              namespace,
+	}), nil
 }
 
 // cacheSyncProbeTimeout bounds how long the readiness check waits for the

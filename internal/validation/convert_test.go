@@ -1,4 +1,4 @@
-package controllers
+package validation
 
 import (
 	"encoding/json"
@@ -38,7 +38,7 @@ func TestUpstreamProfileCopiesEveryField(t *testing.T) {
 		name := "resolved"
 		want.SchedulerName = &name
 
-		got := upstreamProfile(name, &spec)
+		got := UpstreamProfile(name, &spec)
 		if diff := cmp.Diff(&want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round %d (-want +got):\n%s", i, diff)
 		}
