@@ -50,8 +50,9 @@ var errReasons = []string{ErrReason}
 // Of these, only RestartAllContainersOnContainerExits (a container restart
 // rule with action RestartAllContainers) and UserNamespacesHostNetworkSupport
 // (hostNetwork with hostUsers false) are ever needed to schedule a pod; the
-// others matter to in-place updates, which the kubelet checks. The slice is
-// new on every call: ndf.New sorts it in place.
+// in-place resize features are checked by the kubelet when a pod is
+// updated, and ExtendWebSocketsToKubelet concerns no pod. The slice is new
+// on every call: ndf.New sorts it in place.
 func Features() []ndf.Feature {
 	return []ndf.Feature{
 		restartallcontainers.Feature,
