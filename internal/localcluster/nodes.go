@@ -8,7 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
+	"k8s.io/component-helpers/nodedeclaredfeatures/types"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodedeclaredfeatures"
 )
 
 // Well-known node labels the simulated nodes carry, as a kubelet and a
@@ -36,9 +45,29 @@ type NodeShape struct {
 // Standard is the shape of the local run's nodes.
 var Standard = NodeShape{InstanceType: "standard-4", CPU: "4", Memory: "16Gi", Pods: 110}
 
+// KubeletDeclaredFeatures returns the node features a kubelet of
+// KubernetesVersion declares in status.declaredFeatures with its default
+// feature gates, on a container runtime that does not run host-network pods
+// in user namespaces, discovered as that kubelet discovers them: with the
+// nodedeclaredfeatures library over the features of its release.
+func KubeletDeclaredFeatures() []string {
+	return ndf.New(nodedeclaredfeatures.Features()).DiscoverNodeFeatures(&ndf.NodeConfiguration{
+		// The gates these features follow, at their 1.36 defaults.
+		FeatureGates: types.FeatureGateMap{
+			restartallcontainers.RestartAllContainersOnContainerExits:             true,  // beta
+			inplacepodresize.IPPRPodLevelResourcesFeatureGate:                     true,  // beta
+			extendwebsocketstokubelet.ExtendWebSocketsToKubeletFeatureGate:        true,  // beta
+			inplacepodresize.IPPRInitContainersFeatureGate:                        true,  // beta
+			usernamespaceshostnetwork.UserNamespacesHostNetworkSupportFeatureGate: false, // alpha
+		},
+		Version: version.MustParse(KubernetesVersion),
+	})
+}
+
 // Node is a simulated node named name in zone, as a kubelet (or KWOK)
 // would report it: capacity equal to allocatable, Ready, with the usual
-// hostname, os, arch, zone, region and instance-type labels.
+// hostname, os, arch, zone, region and instance-type labels, declaring the
+// features of KubeletDeclaredFeatures.
 func Node(name, zone string, shape NodeShape) *corev1.Node {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(shape.CPU),
@@ -67,6 +96,7 @@ func Node(name, zone string, shape NodeShape) *corev1.Node {
 				OperatingSystem: "linux",
 				Architecture:    "amd64",
 			},
+			DeclaredFeatures: KubeletDeclaredFeatures(),
 		},
 	}
 }

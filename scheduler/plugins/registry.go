@@ -22,6 +22,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/imagelocality"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodedeclaredfeatures"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodename"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeports"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
@@ -92,7 +93,7 @@ var inTree = []plugin{
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
-	{name: "NodeDeclaredFeatures", def: upstreamDefault},
+	{name: nodedeclaredfeatures.Name, factory: nodedeclaredfeatures.New, def: upstreamDefault},
 }
 
 // validate adapts a typed args validation to runtime.ArgsSpec.

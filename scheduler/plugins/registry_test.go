@@ -38,11 +38,12 @@ func TestDefaultPlugins(t *testing.T) {
 		{Name: "NodeResourcesBalancedAllocation", Weight: ptr.To[int32](1)},
 		{Name: "ImageLocality", Weight: ptr.To[int32](1)},
 		{Name: "DefaultBinder"},
+		{Name: "NodeDeclaredFeatures"},
 	}}}
 	if diff := cmp.Diff(want, plugins.DefaultPlugins()); diff != "" {
 		t.Errorf("DefaultPlugins (-want +got):\n%s", diff)
 	}
-	wantOmitted := []string{"DynamicResources", "NodeDeclaredFeatures"}
+	wantOmitted := []string{"DynamicResources"}
 	if diff := cmp.Diff(wantOmitted, plugins.OmittedDefaultPlugins()); diff != "" {
 		t.Errorf("OmittedDefaultPlugins (-want +got):\n%s", diff)
 	}
@@ -117,9 +118,10 @@ func TestDefaultProfile(t *testing.T) {
 		"PreEnqueue": {"SchedulingGates", "DefaultPreemption"},
 		"QueueSort":  {"PrioritySort"},
 		"PreFilter": {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"},
+			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures"},
 		"Filter": {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"},
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+			"NodeDeclaredFeatures"},
 		"PostFilter": {"DefaultPreemption"},
 		"PreScore": {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
 			"NodeResourcesBalancedAllocation", "ImageLocality"},
@@ -179,6 +181,22 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 		want := map[string]int64{"a": 150, "b": 673}
 		if diff := cmp.Diff(want, got.Scores); diff != "" {
 			t.Errorf("scores (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("node features a pod needs", func(t *testing.T) {
+		nodes := []*v1.Node{
+			st.MakeNode().Name("old-kubelet").Capacity(res{"cpu": "4", "memory": "8Gi"}).Obj(),
+			st.MakeNode().Name("new-kubelet").Capacity(res{"cpu": "4", "memory": "8Gi"}).DeclaredFeatures("RestartAllContainersOnContainerExits").Obj(),
+		}
+		snapshot := st.NewSnapshot(nil, nodes)
+		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
+		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").RestartAllContainersOn(42).Obj())
+		want := map[string]*framework.Status{
+			"old-kubelet": framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't match Pod's required features").WithPlugin("NodeDeclaredFeatures"),
+			"new-kubelet": nil,
+		}
+		if diff := cmp.Diff(want, got.Filter); diff != "" {
+			t.Errorf("filter (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("features without a plugin are refused", func(t *testing.T) {

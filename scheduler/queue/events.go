@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/component-helpers/resource"
@@ -67,6 +69,10 @@ func NodeSchedulingPropertiesChange(newNode, oldNode *v1.Node) []framework.Clust
 	}
 	if !equality.Semantic.DeepEqual(oldNode.Annotations, newNode.Annotations) {
 		add(framework.UpdateNodeAnnotation)
+	}
+	// The API server keeps the list sorted, so comparing in order suffices.
+	if !slices.Equal(oldNode.Status.DeclaredFeatures, newNode.Status.DeclaredFeatures) {
+		add(framework.UpdateNodeDeclaredFeature)
 	}
 	return events
 }

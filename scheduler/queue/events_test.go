@@ -32,6 +32,7 @@ func TestNodeSchedulingPropertiesChange(t *testing.T) {
 		{name: "label", old: base().Obj(), new: base().Label("a", "c").Obj(), want: []framework.ClusterEvent{ev(framework.UpdateNodeLabel)}},
 		{name: "taint", old: base().Obj(), new: base().Taint("k", "v", v1.TaintEffectNoSchedule).Obj(), want: []framework.ClusterEvent{ev(framework.UpdateNodeTaint)}},
 		{name: "condition", old: base().Obj(), new: notReady, want: []framework.ClusterEvent{ev(framework.UpdateNodeCondition)}},
+		{name: "declared features", old: base().DeclaredFeatures("A").Obj(), new: base().DeclaredFeatures("A", "B").Obj(), want: []framework.ClusterEvent{ev(framework.UpdateNodeDeclaredFeature)}},
 		{name: "becoming schedulable", old: base().Unschedulable(true).Obj(), new: base().Obj(), want: []framework.ClusterEvent{ev(framework.UpdateNodeTaint)}},
 		{name: "becoming unschedulable helps nobody", old: base().Obj(), new: base().Unschedulable(true).Obj()},
 		{

@@ -15,12 +15,14 @@ import (
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
-// newNode creates a Node with cpu allocatable and a Ready condition, as a
+// newNode creates a Node with cpu allocatable, a Ready condition and the
+// features a kubelet of the control plane's version declares, as that
 // kubelet would report it.
 func newNode(ctx context.Context, name, cpu string, taints ...v1.Taint) *v1.Node {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints}}
@@ -32,9 +34,10 @@ func newNode(ctx context.Context, name, cpu string, taints ...v1.Taint) *v1.Node
 		v1.ResourcePods:   resource.MustParse("110"),
 	}
 	node.Status = v1.NodeStatus{
-		Capacity:    resources,
-		Allocatable: resources,
-		Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}},
+		Capacity:         resources,
+		Allocatable:      resources,
+		Conditions:       []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}},
+		DeclaredFeatures: localcluster.KubeletDeclaredFeatures(),
 	}
 	node, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	Expect(err).NotTo(HaveOccurred())

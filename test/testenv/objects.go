@@ -7,10 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
 
 // Node is a simulated node: its hostname label, capacity and allocatable of
-// cpu and memory (and 110 pods), Ready, as a kubelet (or KWOK) would report it.
+// cpu and memory (and 110 pods), Ready, declaring the features a kubelet of
+// the control plane's version declares, as a kubelet (or KWOK) would report it.
 func Node(name, cpu, memory string, labels map[string]string) *corev1.Node {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(cpu),
@@ -24,9 +27,10 @@ func Node(name, cpu, memory string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all},
 		Status: corev1.NodeStatus{
-			Capacity:    res,
-			Allocatable: res.DeepCopy(),
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			Capacity:         res,
+			Allocatable:      res.DeepCopy(),
+			Conditions:       []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			DeclaredFeatures: localcluster.KubeletDeclaredFeatures(),
 		},
 	}
 }

@@ -98,6 +98,28 @@ func (p *PodWrapper) Container(image string) *PodWrapper {
 	return p
 }
 
+// RestartAllContainersOn adds a container that restarts every container
+// of the pod when it exits with one of codes, which needs a node declaring
+// RestartAllContainersOnContainerExits.
+func (p *PodWrapper) RestartAllContainersOn(codes ...int32) *PodWrapper {
+	never := v1.ContainerRestartPolicyNever
+	p.Spec.Containers = append(p.Spec.Containers, v1.Container{
+		Name:          containerName("c", len(p.Spec.Containers)),
+		RestartPolicy: &never,
+		RestartPolicyRules: []v1.ContainerRestartRule{{
+			Action:    v1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: codes},
+		}},
+	})
+	return p
+}
+
+// HostNetwork sets spec.hostNetwork.
+func (p *PodWrapper) HostNetwork(b bool) *PodWrapper { p.Spec.HostNetwork = b; return p }
+
+// HostUsers sets spec.hostUsers; false runs the pod in a user namespace.
+func (p *PodWrapper) HostUsers(b bool) *PodWrapper { p.Spec.HostUsers = &b; return p }
+
 // InitContainer adds an init container running image.
 func (p *PodWrapper) InitContainer(image string) *PodWrapper {
 	p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: containerName("init", len(p.Spec.InitContainers)), Image: image})
@@ -393,6 +415,13 @@ func (n *NodeWrapper) Taint(key, value string, effect v1.TaintEffect) *NodeWrapp
 
 // Unschedulable sets spec.unschedulable.
 func (n *NodeWrapper) Unschedulable(b bool) *NodeWrapper { n.Spec.Unschedulable = b; return n }
+
+// DeclaredFeatures sets status.declaredFeatures, which the API server
+// requires sorted.
+func (n *NodeWrapper) DeclaredFeatures(names ...string) *NodeWrapper {
+	n.Status.DeclaredFeatures = names
+	return n
+}
 
 // Image adds an image of size bytes known under names.
 func (n *NodeWrapper) Image(size int64, names ...string) *NodeWrapper {
