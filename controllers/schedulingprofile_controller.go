@@ -190,6 +190,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
 		r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, reason, msg)
+		setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg})
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
 		if !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) || orig.Status.ObservedGeneration != sp.Generation {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Claim", "%s", eventNote(msg))
@@ -202,7 +203,25 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 
 	profile := upstreamProfile(name, &sp.Spec)
+	// written is the status as last written: orig's, or the one saying
+	// that the current generation is being built.
+	written := orig
 	if !serving || prev.generation != sp.Generation {
+		if orig.Status.ObservedGeneration != sp.Generation {
+			// A new generation: say so before building it. kstatus
+			// already reads a lagging observedGeneration as in progress,
+			// but Ready of the old generation would stay True while the
+			// build (plugins that wait for their informers to sync) runs,
+			// and the message says what serves meanwhile. One more write
+			// per spec change; a rebuild of an observed generation after
+			// a restart writes nothing here, so that a restart does not
+			// rewrite every profile.
+			setRolloutConditions(sp, rollout{schedulerName: name, building: true, serving: servingGeneration(prev, serving)})
+			if err := r.patchStatus(ctx, orig, sp); err != nil {
+				return ctrl.Result{}, err
+			}
+			written = sp.DeepCopy()
+		}
 		fwk, reason, msg := r.buildSpec(ctx, sp, profile)
 		if fwk == nil {
 			if !serving {
@@ -216,6 +235,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps serving schedulerName %s", prev.generation, name)
 			}
 			r.setConditions(sp, metav1.ConditionFalse, reason, msg, activeStatus, activeReason, activeMsg)
+			setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg, serving: servingGeneration(prev, serving)})
 			r.setExtendersCondition(sp, orig, prev, serving)
 			if orig.Status.ObservedGeneration != sp.Generation || !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) {
 				// A user's mistake, not the operator's: info level, and
@@ -225,7 +245,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			// No error and no requeue either way: retrying cannot help,
 			// only a new spec can, and its update triggers a reconcile.
-			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+			return ctrl.Result{}, r.patchStatus(ctx, written, sp)
 		}
 		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
 		r.publish(sp.Name, prev, fwk)
@@ -246,8 +266,9 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
+	setRolloutConditions(sp, rollout{schedulerName: name})
 	r.setExtendersCondition(sp, orig, prev, true)
-	if err := r.patchStatus(ctx, orig, sp); err != nil {
+	if err := r.patchStatus(ctx, written, sp); err != nil {
 		return ctrl.Result{}, err
 	}
 	if prevRev := orig.Status.ServingRevision; prevRev != nil && (status.ServingRevision == nil || *prevRev != *status.ServingRevision) {
@@ -257,6 +278,14 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		r.deleteRevision(ctx, sp, prevRev)
 	}
 	return ctrl.Result{}, nil
+}
+
+// servingGeneration is the generation of served, 0 when nothing serves.
+func servingGeneration(served servedProfile, serving bool) int64 {
+	if !serving {
+		return 0
+	}
+	return served.generation
 }
 
 // buildSpec builds sp's current spec, or says why it may not serve: it is
@@ -424,8 +453,11 @@ func (r *SchedulingProfileReconciler) patchStatus(ctx context.Context, orig, sp 
 
 // profileConditionTypes are the SchedulingProfile condition types the
 // reconciler writes. Other writers may add conditions of other types.
-func profileConditionTypes() [3]string {
-	return [...]string{schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileExtendersReachable}
+func profileConditionTypes() [6]string {
+	return [...]string{
+		schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileExtendersReachable,
+		schedulingv1alpha1.ProfileReady, schedulingv1alpha1.ProfileReconciling, schedulingv1alpha1.ProfileStalled,
+	}
 }
 
 func ownsProfileCondition(t string) bool {
