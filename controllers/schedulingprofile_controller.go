@@ -153,7 +153,18 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 // Reconcile brings the live instance of one profile in line with its spec.
 func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sp := &schedulingv1alpha1.SchedulingProfile{}
-	if err := r.client.Get(ctx, req.NamespacedName, sp); err != nil {
+	err := r.client.Get(ctx, req.NamespacedName, sp)
+	if err == nil && meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileReconciling) {
+		// Reconciling=True is written just before a build, and the
+		// status written after it follows at once: the cache has most
+		// likely not caught up with it yet (the first write's event
+		// brought this reconcile). Acting on the stale view would build
+		// again, repeat the build's event and rewrite status with new
+		// transition times; the API server has the status as it is.
+		sp = &schedulingv1alpha1.SchedulingProfile{}
+		err = r.getUncached(ctx, req.NamespacedName, schedulingv1alpha1.GroupVersion.WithKind("SchedulingProfile"), sp)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stopServing(ctx, req.Name, fmt.Sprintf("SchedulingProfile %s was deleted", req.Name))
 			return ctrl.Result{}, nil

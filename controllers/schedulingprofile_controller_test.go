@@ -87,6 +87,10 @@ type profileFixture struct {
 	statusWrites int
 	// beforeBuild, when set, runs at the start of every build.
 	beforeBuild func()
+	// stale, when set, is what typed reads of that profile return, as a
+	// cache that has not caught up does; unstructured reads, which go to
+	// the API server, see the profile as it is.
+	stale *schedulingv1alpha1.SchedulingProfile
 }
 
 func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *profileFixture {
@@ -99,6 +103,13 @@ func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *
 	}
 	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&schedulingv1alpha1.SchedulingProfile{}).
 		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if sp, ok := obj.(*schedulingv1alpha1.SchedulingProfile); ok && f.stale != nil && f.stale.Name == key.Name {
+					f.stale.DeepCopyInto(sp)
+					return nil
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				f.statusWrites++
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

@@ -152,3 +152,49 @@ func TestANewGenerationIsInProgressWhileItBuilds(t *testing.T) {
 		t.Errorf("%d builds after the restart, want 2: the invalid generation, then the restored one", len(during))
 	}
 }
+
+// TestAStaleViewOfABuildInProgressIsReadAgain checks the reconcile the
+// "being built" write itself brings, when the cache does not show the
+// status written after the build yet: it must not build again, repeat
+// the event, or rewrite status.
+func TestAStaleViewOfABuildInProgressIsReadAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec schedulingv1alpha1.SchedulingProfileSpec
+	}{
+		{name: "built", spec: newProfile("p", "", 0, 20).Spec},
+		{name: "refused", spec: invalidSpec()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProfileFixture(t, nil, newProfile("p", "", 0, 10))
+			f.reconcile(t, "p")
+			f.update(t, "p", tc.spec)
+			var building *schedulingv1alpha1.SchedulingProfile
+			f.beforeBuild = func() { building = f.get(t, "p") }
+			f.reconcile(t, "p")
+			f.beforeBuild = nil
+			if !meta.IsStatusConditionTrue(building.Status.Conditions, schedulingv1alpha1.ProfileReconciling) {
+				t.Fatalf("during the build: conditions %+v, want Reconciling=True", building.Status.Conditions)
+			}
+			before := f.get(t, "p")
+			f.events()
+			builds, writes := len(f.built), f.statusWrites
+
+			f.stale = building
+			f.reconcile(t, "p")
+			f.stale = nil
+			if got := f.statusWrites - writes; got != 0 {
+				t.Errorf("%d status writes from the stale view, want none", got)
+			}
+			if got := len(f.built) - builds; got != 0 {
+				t.Errorf("%d builds from the stale view, want none", got)
+			}
+			if evs := f.events(); len(evs) != 0 {
+				t.Errorf("events %q from the stale view, want none", evs)
+			}
+			if after := f.get(t, "p"); after.ResourceVersion != before.ResourceVersion {
+				t.Errorf("resourceVersion %s, then %s: status rewritten", before.ResourceVersion, after.ResourceVersion)
+			}
+		})
+	}
+}
