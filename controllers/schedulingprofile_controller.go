@@ -154,7 +154,18 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 // Reconcile brings the live instance of one profile in line with its spec.
 func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sp := &schedulingv1alpha1.SchedulingProfile{}
-	if err := r.client.Get(ctx, req.NamespacedName, sp); err != nil {
+	err := r.client.Get(ctx, req.NamespacedName, sp)
+	if err == nil && meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileReconciling) {
+		// Reconciling=True is written just before a build, and the
+		// status written after it follows at once: the cache has most
+		// likely not caught up with it yet (the first write's event
+		// brought this reconcile). Acting on the stale view would build
+		// again, repeat the build's event and rewrite status with new
+		// transition times; the API server has the status as it is.
+		sp = &schedulingv1alpha1.SchedulingProfile{}
+		err = r.getUncached(ctx, req.NamespacedName, schedulingv1alpha1.GroupVersion.WithKind("SchedulingProfile"), sp)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stopServing(ctx, req.Name, fmt.Sprintf("SchedulingProfile %s was deleted", req.Name))
 			return ctrl.Result{}, nil
@@ -191,6 +202,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
 		r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, reason, msg)
+		setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg})
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
 		if !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) || orig.Status.ObservedGeneration != sp.Generation {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Claim", "%s", eventNote(msg))
@@ -203,7 +215,25 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 
 	profile := validation.UpstreamProfile(name, &sp.Spec)
+	// written is the status as last written: orig's, or the one saying
+	// that the current generation is being built.
+	written := orig
 	if !serving || prev.generation != sp.Generation {
+		if orig.Status.ObservedGeneration != sp.Generation {
+			// A new generation: say so before building it. kstatus
+			// already reads a lagging observedGeneration as in progress,
+			// but Ready of the old generation would stay True while the
+			// build (plugins that wait for their informers to sync) runs,
+			// and the message says what serves meanwhile. One more write
+			// per spec change; a rebuild of an observed generation after
+			// a restart writes nothing here, so that a restart does not
+			// rewrite every profile.
+			setRolloutConditions(sp, rollout{schedulerName: name, building: true, serving: servingGeneration(prev, serving)})
+			if err := r.patchStatus(ctx, orig, sp); err != nil {
+				return ctrl.Result{}, err
+			}
+			written = sp.DeepCopy()
+		}
 		fwk, reason, msg := r.buildSpec(ctx, sp, profile)
 		if fwk == nil {
 			if !serving {
@@ -217,6 +247,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps serving schedulerName %s", prev.generation, name)
 			}
 			r.setConditions(sp, metav1.ConditionFalse, reason, msg, activeStatus, activeReason, activeMsg)
+			setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg, serving: servingGeneration(prev, serving)})
 			r.setExtendersCondition(sp, orig, prev, serving)
 			if orig.Status.ObservedGeneration != sp.Generation || !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) {
 				// A user's mistake, not the operator's: info level, and
@@ -226,7 +257,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			// No error and no requeue either way: retrying cannot help,
 			// only a new spec can, and its update triggers a reconcile.
-			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+			return ctrl.Result{}, r.patchStatus(ctx, written, sp)
 		}
 		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
 		r.publish(sp.Name, prev, fwk)
@@ -247,8 +278,9 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
+	setRolloutConditions(sp, rollout{schedulerName: name})
 	r.setExtendersCondition(sp, orig, prev, true)
-	if err := r.patchStatus(ctx, orig, sp); err != nil {
+	if err := r.patchStatus(ctx, written, sp); err != nil {
 		return ctrl.Result{}, err
 	}
 	if prevRev := orig.Status.ServingRevision; prevRev != nil && (status.ServingRevision == nil || *prevRev != *status.ServingRevision) {
@@ -258,6 +290,14 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		r.deleteRevision(ctx, sp, prevRev)
 	}
 	return ctrl.Result{}, nil
+}
+
+// servingGeneration is the generation of served, 0 when nothing serves.
+func servingGeneration(served servedProfile, serving bool) int64 {
+	if !serving {
+		return 0
+	}
+	return served.generation
 }
 
 // buildSpec builds sp's current spec, or says why it may not serve: it is
@@ -425,8 +465,11 @@ func (r *SchedulingProfileReconciler) patchStatus(ctx context.Context, orig, sp 
 
 // profileConditionTypes are the SchedulingProfile condition types the
 // reconciler writes. Other writers may add conditions of other types.
-func profileConditionTypes() [3]string {
-	return [...]string{schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileExtendersReachable}
+func profileConditionTypes() [6]string {
+	return [...]string{
+		schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileExtendersReachable,
+		schedulingv1alpha1.ProfileReady, schedulingv1alpha1.ProfileReconciling, schedulingv1alpha1.ProfileStalled,
+	}
 }
 
 func ownsProfileCondition(t string) bool {

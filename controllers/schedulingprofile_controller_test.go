@@ -86,6 +86,12 @@ type profileFixture struct {
 	built []*builtFramework
 	// statusWrites counts the reconcilers' status applies and patches.
 	statusWrites int
+	// beforeBuild, when set, runs at the start of every build.
+	beforeBuild func()
+	// stale, when set, is what typed reads of that profile return, as a
+	// cache that has not caught up does; unstructured reads, which go to
+	// the API server, see the profile as it is.
+	stale *schedulingv1alpha1.SchedulingProfile
 }
 
 func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *profileFixture {
@@ -98,6 +104,13 @@ func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *
 	}
 	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&schedulingv1alpha1.SchedulingProfile{}).
 		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if sp, ok := obj.(*schedulingv1alpha1.SchedulingProfile); ok && f.stale != nil && f.stale.Name == key.Name {
+					f.stale.DeepCopyInto(sp)
+					return nil
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				f.statusWrites++
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
@@ -120,6 +133,9 @@ func (f *profileFixture) restart() {
 }
 
 func (f *profileFixture) build(_ context.Context, profile *configv1.KubeSchedulerProfile, _ ...fwkruntime.Option) (framework.Framework, error) {
+	if f.beforeBuild != nil {
+		f.beforeBuild()
+	}
 	if profile.Plugins != nil {
 		for _, p := range profile.Plugins.MultiPoint.Enabled {
 			if p.Name == unknownPlugin {
@@ -231,6 +247,22 @@ func conditions(generation int64, acceptedStatus metav1.ConditionStatus, accepte
 	}
 }
 
+// ready is the Ready condition of generation g of a profile serving
+// schedulerName p, as kstatus needs it.
+func ready(g int64) []metav1.Condition {
+	return []metav1.Condition{{Type: schedulingv1alpha1.ProfileReady, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonServing,
+		Message: fmt.Sprintf("Generation %d serves schedulerName p", g), ObservedGeneration: g}}
+}
+
+// stalled is Ready=False and Stalled=True of generation g, which cannot
+// serve for reason.
+func stalled(g int64, reason, msg string) []metav1.Condition {
+	return []metav1.Condition{
+		{Type: schedulingv1alpha1.ProfileReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: g},
+		{Type: schedulingv1alpha1.ProfileStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: g},
+	}
+}
+
 func TestReconcileStatus(t *testing.T) {
 	servingPlugins := &schedulingv1alpha1.ResolvedPlugins{Score: []schedulingv1alpha1.ResolvedPlugin{{Name: "NodeResourcesFit", Weight: 1}}}
 	for _, tc := range []struct {
@@ -257,16 +289,17 @@ func TestReconcileStatus(t *testing.T) {
 		wantPlugins:         servingPlugins,
 		wantOmittedDefaults: true,
 		wantConditions: func(g int64) []metav1.Condition {
-			return conditions(g, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "Generation 1 is valid and built",
-				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1 serves schedulerName p")
+			return append(conditions(g, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "Generation 1 is valid and built",
+				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1 serves schedulerName p"), ready(g)...)
 		},
 		wantEventReasonPrefix: "Normal Serving",
 	}, {
 		name: "an invalid first generation does not serve",
 		spec: invalidSpec(),
 		wantConditions: func(g int64) []metav1.Condition {
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 1 cannot be built: plugin "Unknown" is not registered`,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built")
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 1 cannot be built: plugin "Unknown" is not registered`,
+				metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"),
+				stalled(g, schedulingv1alpha1.ReasonInvalidSpec, `Generation 1 cannot be built: plugin "Unknown" is not registered; no generation of this profile serves`)...)
 		},
 		wantEventReasonPrefix: "Warning InvalidSpec",
 	}, {
@@ -278,8 +311,9 @@ func TestReconcileStatus(t *testing.T) {
 		wantPlugins:         servingPlugins,
 		wantOmittedDefaults: true,
 		wantConditions: func(g int64) []metav1.Condition {
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered`,
-				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p")
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered`,
+				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p"),
+				stalled(g, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered; generation 1, the last valid one, keeps serving schedulerName p`)...)
 		},
 		wantEventReasonPrefix: "Warning InvalidSpec",
 	}, {
@@ -291,9 +325,10 @@ func TestReconcileStatus(t *testing.T) {
 		wantPlugins:         servingPlugins,
 		wantOmittedDefaults: true,
 		wantConditions: func(g int64) []metav1.Condition {
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge,
-				fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+validation.MaxSpecBytes, validation.MaxSpecBytes),
-				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p")
+			msg := fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+validation.MaxSpecBytes, validation.MaxSpecBytes)
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge, msg,
+				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p"),
+				stalled(g, schedulingv1alpha1.ReasonSpecTooLarge, msg+"; generation 1, the last valid one, keeps serving schedulerName p")...)
 		},
 		wantEventReasonPrefix: "Warning SpecTooLarge",
 	}, {
@@ -302,8 +337,9 @@ func TestReconcileStatus(t *testing.T) {
 		older: true,
 		wantConditions: func(g int64) []metav1.Condition {
 			const msg = "schedulerName p is claimed by the older SchedulingProfile first"
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg)
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg,
+				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg),
+				stalled(g, schedulingv1alpha1.ReasonSchedulerNameConflict, msg+"; no generation of this profile serves")...)
 		},
 		wantEventReasonPrefix: "Warning SchedulerNameConflict",
 	}, {
@@ -313,8 +349,9 @@ func TestReconcileStatus(t *testing.T) {
 		older:     true,
 		wantConditions: func(g int64) []metav1.Condition {
 			const msg = "schedulerName p is claimed by the older SchedulingProfile first"
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg)
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg,
+				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, msg),
+				stalled(g, schedulingv1alpha1.ReasonSchedulerNameConflict, msg+"; no generation of this profile serves")...)
 		},
 		wantEventReasonPrefix: "Warning SchedulerNameConflict",
 	}, {
@@ -323,8 +360,9 @@ func TestReconcileStatus(t *testing.T) {
 		reserved: []string{"default-scheduler", "p"},
 		wantConditions: func(g int64) []metav1.Condition {
 			const msg = "schedulerName p is reserved for another scheduler; choose another name"
-			return conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonReservedSchedulerName, msg,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonReservedSchedulerName, msg)
+			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonReservedSchedulerName, msg,
+				metav1.ConditionFalse, schedulingv1alpha1.ReasonReservedSchedulerName, msg),
+				stalled(g, schedulingv1alpha1.ReasonReservedSchedulerName, msg+"; no generation of this profile serves")...)
 		},
 		wantEventReasonPrefix: "Warning ReservedSchedulerName",
 	}} {
@@ -465,8 +503,9 @@ func TestOldestClaimantServesAndNewerTakesOverWhenItGoes(t *testing.T) {
 			}
 			newer := f.get(t, tc.newerName).Status
 			want := fmt.Sprintf("schedulerName shared is claimed by the older SchedulingProfile %s", tc.olderName)
-			if diff := cmp.Diff(conditions(1, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, want,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, want), newer.Conditions, ignoreTransitionTime); diff != "" {
+			if diff := cmp.Diff(append(conditions(1, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, want,
+				metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, want),
+				stalled(1, schedulingv1alpha1.ReasonSchedulerNameConflict, want+"; no generation of this profile serves")...), newer.Conditions, ignoreTransitionTime); diff != "" {
 				t.Errorf("newer profile's conditions (-want +got):\n%s", diff)
 			}
 			if newer.ServingGeneration != 0 || newer.ServingRevision != nil {
@@ -646,8 +685,9 @@ func TestInvalidUpdateRestoresTheLastValidGenerationAfterARestart(t *testing.T) 
 					t.Fatalf("serving %+v from a damaged revision, want nothing", fwk)
 				}
 				got := f.get(t, "p").Status
-				if diff := cmp.Diff(conditions(2, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered`,
-					metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"), got.Conditions, ignoreTransitionTime); diff != "" {
+				if diff := cmp.Diff(append(conditions(2, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered`,
+					metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"),
+					stalled(2, schedulingv1alpha1.ReasonInvalidSpec, `Generation 2 cannot be built: plugin "Unknown" is not registered; no generation of this profile serves`)...), got.Conditions, ignoreTransitionTime); diff != "" {
 					t.Errorf("conditions (-want +got):\n%s", diff)
 				}
 				return
@@ -674,11 +714,15 @@ func TestStatusIsWrittenOnceWhenItChanges(t *testing.T) {
 		change func()
 		want   int
 	}{
-		{name: "a new profile", want: 1},
+		// A new generation is written twice: being built, then built.
+		{name: "a new profile", want: 2},
 		{name: "nothing changed", want: 0},
 		{name: "a refused update", change: func() {
 			f.update(t, "p", schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: unknownPlugin}}}}})
-		}, want: 1},
+		}, want: 2},
+		{name: "nothing changed again", want: 0},
+		// A rebuild after a restart is not a new generation.
+		{name: "a restart", change: func() { f.restart() }, want: 0},
 	} {
 		if step.change != nil {
 			step.change()
@@ -713,8 +757,8 @@ func TestValidUpdatePublishesANewGenerationAndRevision(t *testing.T) {
 	if got.ServingGeneration != 2 {
 		t.Errorf("servingGeneration %d, want 2", got.ServingGeneration)
 	}
-	if diff := cmp.Diff(conditions(2, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "Generation 2 is valid and built",
-		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 2 serves schedulerName p"), got.Conditions, ignoreTransitionTime); diff != "" {
+	if diff := cmp.Diff(append(conditions(2, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "Generation 2 is valid and built",
+		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 2 serves schedulerName p"), ready(2)...), got.Conditions, ignoreTransitionTime); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 	if got.ServingRevision == nil || *got.ServingRevision == *first {

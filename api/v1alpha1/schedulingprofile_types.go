@@ -167,7 +167,11 @@ type ResolvedPlugins struct {
 // SchedulingProfileStatus is what the operator observes of a profile.
 type SchedulingProfileStatus struct {
 	// ObservedGeneration is the generation the controller last acted on.
+	// It reads 0 until the controller first writes status (the API server
+	// defaults it), so that kstatus, which takes an object without status
+	// for one that is ready, reports a profile just applied as in progress.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// SchedulerName is the schedulerName this profile claims: spec.schedulerName,
@@ -198,7 +202,8 @@ type SchedulingProfileStatus struct {
 	// +listType=atomic
 	OmittedDefaultPlugins []string `json:"omittedDefaultPlugins,omitempty"`
 
-	// Conditions: Accepted and Active.
+	// Conditions: Accepted and Active, kstatus's Ready, Reconciling and
+	// Stalled, and ExtendersReachable on a profile with extenders.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -227,6 +232,17 @@ const (
 	// ProfileActive is True when an instance of this profile serves pods.
 	ProfileActive = "Active"
 
+	// ProfileReady, ProfileReconciling and ProfileStalled are kstatus's
+	// standard conditions, which Flux and kubectl wait read without custom
+	// code (Argo CD through the health check in docs/gitops.md). Ready is
+	// True when the current generation serves. Reconciling is True while
+	// the current generation is being built and swapped in; Stalled is True
+	// when it cannot serve until the spec changes. Both are abnormal-true:
+	// absent when not True, as kstatus recommends.
+	ProfileReady       = "Ready"
+	ProfileReconciling = "Reconciling"
+	ProfileStalled     = "Stalled"
+
 	// ReasonBuilt: the spec was valid and its instance was built.
 	ReasonBuilt = "Built"
 	// ReasonInvalidSpec: the spec cannot be built; the message says why.
@@ -238,6 +254,9 @@ const (
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
 	// ReasonReservedSchedulerName: the schedulerName is reserved for another scheduler.
 	ReasonReservedSchedulerName = "ReservedSchedulerName"
+	// ReasonBuilding: the instance of the current generation is being
+	// built; the message says which generation serves meanwhile.
+	ReasonBuilding = "Building"
 	// ReasonServing: an instance of the profile is taking pods.
 	ReasonServing = "Serving"
 	// ReasonNotServing: no instance of the profile is taking pods.
@@ -252,13 +271,14 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=sp;sprofile
 // +kubebuilder:printcolumn:name="SchedulerName",type=string,JSONPath=`.status.schedulerName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the current generation serves"
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Generation",type=integer,priority=1,JSONPath=`.metadata.generation`
 // +kubebuilder:printcolumn:name="Serving",type=integer,priority=1,JSONPath=`.status.servingGeneration`,description="The generation whose instance serves pods now"
-// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,description="Why the current spec is or is not accepted"
-// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Accepted")].message`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the current generation serves or not"
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:validation:XValidation:rule="has(self.spec.schedulerName) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"
 type SchedulingProfile struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -267,6 +287,7 @@ type SchedulingProfile struct {
 	// +optional
 	Spec SchedulingProfileSpec `json:"spec,omitempty"`
 	// +optional
+	// +kubebuilder:default={}
 	Status SchedulingProfileStatus `json:"status,omitempty"`
 }
 

@@ -831,7 +831,7 @@ spec:
 		}
 	}
 
-	It("shows in kubectl get -o wide which generation serves and why a spec is not accepted", func() {
+	It("shows in kubectl get -o wide whether the current generation serves, which does, and why", func() {
 		applyProfile("columns-guarded", "  percentageOfNodesToScore: 50")
 		Eventually(accepted("columns-guarded")).Should(HaveField("Status", metav1.ConditionTrue))
 		// An invalid update: the last valid generation keeps serving.
@@ -842,33 +842,33 @@ spec:
 		Eventually(accepted("columns-invalid")).Should(HaveField("Status", metav1.ConditionFalse))
 
 		out := run("admin", "get", "schedulingprofiles", "undo-approvals", "columns-guarded", "columns-invalid")
-		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "SCHEDULERNAME", "ACCEPTED", "ACTIVE", "AGE"}))
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "SCHEDULERNAME", "READY", "ACCEPTED", "ACTIVE", "AGE"}))
 		rows := table(out)
 		Expect(rows).To(HaveKeyWithValue("undo-approvals", And(
-			HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"))))
+			HaveKeyWithValue("READY", "True"), HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"))))
 		Expect(rows).To(HaveKeyWithValue("columns-guarded", And(
-			HaveKeyWithValue("SCHEDULERNAME", "columns-guarded"), HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "True"))))
+			HaveKeyWithValue("SCHEDULERNAME", "columns-guarded"), HaveKeyWithValue("READY", "False"), HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "True"))))
 		Expect(rows).To(HaveKeyWithValue("columns-invalid", And(
-			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "False"))))
+			HaveKeyWithValue("READY", "False"), HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "False"))))
 
 		out = run("admin", "get", "schedulingprofiles", "undo-approvals", "columns-guarded", "columns-invalid", "-o", "wide")
 		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
-			"NAME", "SCHEDULERNAME", "ACCEPTED", "ACTIVE", "AGE", "GENERATION", "SERVING", "REASON", "MESSAGE"}))
+			"NAME", "SCHEDULERNAME", "READY", "ACCEPTED", "ACTIVE", "AGE", "GENERATION", "SERVING", "REASON", "MESSAGE"}))
 		rows = table(out)
 		Expect(rows).To(HaveKeyWithValue("undo-approvals", And(
 			HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"),
 			HaveKeyWithValue("GENERATION", "1"), HaveKeyWithValue("SERVING", "1"),
-			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonBuilt))))
+			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonServing))))
 		Expect(rows).To(HaveKeyWithValue("columns-guarded", And(
 			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "True"),
 			HaveKeyWithValue("GENERATION", "2"), HaveKeyWithValue("SERVING", "1"),
 			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonInvalidSpec),
-			HaveKeyWithValue("MESSAGE", ContainSubstring(`Filter plugin "NoSuchPlugin": no such plugin is registered`)))))
+			HaveKeyWithValue("MESSAGE", ContainSubstring(`Filter plugin "NoSuchPlugin": no such plugin is registered; generation 1, the last valid one, keeps serving`)))))
 		Expect(rows).To(HaveKeyWithValue("columns-invalid", And(
 			HaveKeyWithValue("ACCEPTED", "False"), HaveKeyWithValue("ACTIVE", "False"),
 			HaveKeyWithValue("GENERATION", "1"), HaveKeyWithValue("SERVING", ""),
 			HaveKeyWithValue("REASON", schedulingv1alpha1.ReasonInvalidSpec),
-			HaveKeyWithValue("MESSAGE", ContainSubstring("NoSuchScore")))))
+			HaveKeyWithValue("MESSAGE", And(ContainSubstring("NoSuchScore"), HaveSuffix("; no generation of this profile serves"))))))
 	})
 
 	It("holds the pod again for a new decision, which can then bind it", func() {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -181,10 +182,14 @@ var _ = Describe("SchedulingProfile controller", func() {
     disabled:
     - name: "*"`))
 		Eventually(profileCondition("durable", schedulingv1alpha1.ProfileAccepted)).Should(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec))
+		const stalled = "; generation 1, the last valid one, keeps serving schedulerName durable"
+		Expect(profileView("durable", "")()).To(And(HaveField("Kstatus", status.FailedStatus), HaveField("KstatusMessage", HaveSuffix(stalled))))
 
 		stopOperator()
 		startOperator()
 		Eventually(func() bool { return op.Profiles.Get("durable") != nil }).Should(BeTrue())
+		// Restored from its revision, with the same status: still failed.
+		Expect(profileView("durable", "")()).To(And(HaveField("Kstatus", status.FailedStatus), HaveField("KstatusMessage", HaveSuffix(stalled))))
 		sp := getProfile("durable")
 		Expect(sp.Status.ServingGeneration).To(BeEquivalentTo(1))
 		Expect(profileCondition("durable", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonServing))

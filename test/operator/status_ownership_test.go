@@ -145,7 +145,7 @@ status:
 		Expect(meta.FindStatusCondition(sp.Status.Conditions, schedulingv1alpha1.ProfileAccepted)).To(HaveField("ObservedGeneration", generation+1))
 		Expect(meta.FindStatusCondition(sp.Status.Conditions, "ShadowAgreement")).To(haveCondition(metav1.ConditionTrue, "Agrees"))
 		Expect(conditionOwners(sp)).To(Equal(map[string][]string{
-			profileManager + " Apply": {schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive},
+			profileManager + " Apply": {schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive, schedulingv1alpha1.ProfileReady},
 			"shadow-check Apply":      {"ShadowAgreement"},
 		}))
 
