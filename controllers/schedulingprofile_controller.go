@@ -234,7 +234,13 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			written = sp.DeepCopy()
 		}
-		fwk, reason, msg := r.buildSpec(ctx, sp, profile)
+		fwk, reason, msg, err := r.buildSpec(ctx, sp, profile)
+		if err != nil {
+			// Not the spec's fault (the plugins' informers did not sync in
+			// time): status keeps saying the generation is being built,
+			// and the build is retried with backoff.
+			return ctrl.Result{}, fmt.Errorf("building generation %d of SchedulingProfile %s: %w", sp.Generation, sp.Name, err)
+		}
 		if fwk == nil {
 			if !serving {
 				// After a restart or a leader change the last valid spec
@@ -303,10 +309,11 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 // buildSpec builds sp's current spec, or says why it may not serve: it is
 // too large (reason SpecTooLarge) or invalid (InvalidSpec). The checks are
 // validation's, as in the admission webhook, plus what only building it
-// here shows: the extenders' TLS Secrets.
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile) (fwk framework.Framework, reason, msg string) {
-	refused := func(ref *validation.Refusal) (framework.Framework, string, string) {
-		return nil, ref.Reason, fmt.Sprintf("Generation %d %s", sp.Generation, ref.Message)
+// here shows: the extenders' TLS Secrets. An error is a failure that is
+// not the spec's, worth retrying.
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile) (fwk framework.Framework, reason, msg string, err error) {
+	refused := func(ref *validation.Refusal) (framework.Framework, string, string, error) {
+		return nil, ref.Reason, fmt.Sprintf("Generation %d %s", sp.Generation, ref.Message), nil
 	}
 	if ref := validation.CheckSize(&sp.Spec); ref != nil {
 		return refused(ref)
@@ -316,10 +323,13 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 		return refused(validation.NotBuilt(err))
 	}
 	fwk, err = r.build(ctx, profile, runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation)))
-	if err != nil {
+	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {
 		return refused(validation.NotBuilt(err))
 	}
-	return fwk, "", ""
+	if err != nil {
+		return nil, "", "", err
+	}
+	return fwk, "", "", nil
 }
 
 // restore publishes the last valid spec, from the revision status names, if

@@ -88,6 +88,9 @@ type profileFixture struct {
 	statusWrites int
 	// beforeBuild, when set, runs at the start of every build.
 	beforeBuild func()
+	// buildErr, when set, is returned by every build, as a failure that
+	// is not the spec's (informers that did not sync).
+	buildErr error
 	// stale, when set, is what typed reads of that profile return, as a
 	// cache that has not caught up does; unstructured reads, which go to
 	// the API server, see the profile as it is.
@@ -136,10 +139,13 @@ func (f *profileFixture) build(_ context.Context, profile *configv1.KubeSchedule
 	if f.beforeBuild != nil {
 		f.beforeBuild()
 	}
+	if f.buildErr != nil {
+		return nil, f.buildErr
+	}
 	if profile.Plugins != nil {
 		for _, p := range profile.Plugins.MultiPoint.Enabled {
 			if p.Name == unknownPlugin {
-				return nil, fmt.Errorf("plugin %q is not registered", p.Name)
+				return nil, &fwkruntime.ConfigError{Reason: fmt.Sprintf("plugin %q is not registered", p.Name)}
 			}
 		}
 	}

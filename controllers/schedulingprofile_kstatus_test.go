@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,7 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 )
@@ -150,6 +156,34 @@ func TestANewGenerationIsInProgressWhileItBuilds(t *testing.T) {
 	}
 	if len(during) != 2 {
 		t.Errorf("%d builds after the restart, want 2: the invalid generation, then the restored one", len(during))
+	}
+}
+
+// TestABuildThatFailsForNoFaultOfTheSpecIsRetried checks that a build
+// failing for a reason that is not the spec's (the plugins' informers did
+// not sync in time) is retried and never reported as an invalid spec.
+func TestABuildThatFailsForNoFaultOfTheSpecIsRetried(t *testing.T) {
+	f := newProfileFixture(t, nil, newProfile("p", "", 0, 10))
+	f.reconcile(t, "p")
+	f.update(t, "p", newProfile("p", "", 0, 20).Spec)
+	f.buildErr = errors.New("informers for [*v1.PersistentVolume] did not sync within 30s")
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err == nil {
+		t.Fatal("reconcile succeeded; want the build's error, so that it is retried")
+	}
+	if got := kstatusOf(t, f.get(t, "p")); got.Status != status.InProgressStatus {
+		t.Errorf("while the build fails: kstatus %s (%s), want InProgress", got.Status, got.Message)
+	}
+	if events := f.events(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, schedulingv1alpha1.ReasonInvalidSpec) }) {
+		t.Errorf("events %q: the spec is not invalid", events)
+	}
+	f.buildErr = nil
+	f.reconcile(t, "p")
+	if got := kstatusOf(t, f.get(t, "p")); got.Status != status.CurrentStatus {
+		t.Errorf("after the retry: kstatus %s (%s), want Current", got.Status, got.Message)
+	}
+	if got := f.serving(t, "p").profile.PercentageOfNodesToScore; got == nil || *got != 20 {
+		t.Errorf("serving percentageOfNodesToScore %v, want 20: the retried generation", got)
 	}
 }
 
