@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -78,6 +79,12 @@ type SchedulingProfileReconciler struct {
 	// wake reconciles a profile whose extenders became unreachable or
 	// reachable again: the scheduling loop, not the API, saw the change.
 	wake chan event.GenericEvent
+
+	// newShadow prepares shadows (spec.shadowOf); nil refuses them.
+	newShadow          ShadowFunc
+	shadowStatusPeriod time.Duration
+	// shadows is, per object name, the shadow it runs; guarded by mu.
+	shadows map[string]runningShadow
 }
 
 type extenderFailures struct {
@@ -101,16 +108,18 @@ type servedProfile struct {
 // never take: another scheduler serves them.
 func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build BuildFunc, recorder events.EventRecorder, reserved []string, opts ...ProfileOption) *SchedulingProfileReconciler {
 	r := &SchedulingProfileReconciler{
-		client:            c,
-		profiles:          set,
-		build:             build,
-		recorder:          recorder,
-		reserved:          sets.New(reserved...),
-		revisionNamespace: defaultRevisionNamespace(),
-		served:            map[string]servedProfile{},
-		owners:            map[string]string{},
-		failingExtenders:  map[string]extenderFailures{},
-		wake:              make(chan event.GenericEvent, wakeBuffer),
+		client:             c,
+		profiles:           set,
+		build:              build,
+		recorder:           recorder,
+		reserved:           sets.New(reserved...),
+		revisionNamespace:  defaultRevisionNamespace(),
+		served:             map[string]servedProfile{},
+		owners:             map[string]string{},
+		failingExtenders:   map[string]extenderFailures{},
+		wake:               make(chan event.GenericEvent, wakeBuffer),
+		shadows:            map[string]runningShadow{},
+		shadowStatusPeriod: DefaultShadowStatusPeriod,
 	}
 	for _, o := range opts {
 		o(r)
@@ -155,15 +164,21 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	sp := &schedulingv1alpha1.SchedulingProfile{}
 	if err := r.client.Get(ctx, req.NamespacedName, sp); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.stopShadow(ctx, req.Name)
 			r.stopServing(ctx, req.Name, fmt.Sprintf("SchedulingProfile %s was deleted", req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !sp.DeletionTimestamp.IsZero() {
+		r.stopShadow(ctx, sp.Name)
 		r.stopServing(ctx, sp.Name, fmt.Sprintf("SchedulingProfile %s is being deleted", sp.Name))
 		return ctrl.Result{}, nil
 	}
+	if sp.Spec.ShadowOf != nil {
+		return r.reconcileShadow(ctx, sp)
+	}
+	r.stopShadow(ctx, sp.Name)
 
 	name := schedulerNameOf(sp)
 	r.mu.Lock()
@@ -178,6 +193,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	status := &sp.Status
 	status.ObservedGeneration = sp.Generation
 	status.SchedulerName = name
+	status.Shadow = nil
 
 	if reason, msg, err := r.refusal(ctx, sp, name); err != nil {
 		return ctrl.Result{}, err
@@ -259,9 +275,10 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	return ctrl.Result{}, nil
 }
 
-// buildSpec builds sp's current spec, or says why it may not serve: it is
-// too large (reason SpecTooLarge) or invalid (InvalidSpec).
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile) (fwk framework.Framework, reason, msg string) {
+// buildSpec builds sp's current spec, with opts after its own, or says why
+// it may not serve: it is too large (reason SpecTooLarge) or invalid
+// (InvalidSpec).
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (fwk framework.Framework, reason, msg string) {
 	data, err := json.Marshal(&sp.Spec)
 	if err != nil {
 		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be serialized: %v", sp.Generation, err)
@@ -274,7 +291,7 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 	if err != nil {
 		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
 	}
-	fwk, err = r.build(ctx, profile, runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation)))
+	fwk, err = r.build(ctx, profile, append([]runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
 	if err != nil {
 		return nil, schedulingv1alpha1.ReasonInvalidSpec, fmt.Sprintf("Generation %d cannot be built: %v", sp.Generation, err)
 	}
@@ -327,7 +344,8 @@ func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulin
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || schedulerNameOf(other) != name {
+		// A shadow claims no schedulerName.
+		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || schedulerNameOf(other) != name {
 			continue
 		}
 		if older(other, sp) {

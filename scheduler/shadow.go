@@ -67,8 +67,8 @@ type Shadow struct {
 	limiter *rate.Limiter
 	pods    chan *v1.Pod
 
-	// fwk is set by Start, before the shadow is registered and its
-	// goroutine starts; read-only afterwards.
+	// fwk and the metrics are set by Start, before the shadow is
+	// registered and its goroutine starts; read-only afterwards.
 	fwk    framework.Framework
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -120,22 +120,14 @@ type ShadowDisagreement struct {
 // FrameworkOptions, then Start it.
 func (s *Scheduler) NewShadow(name, of string) *Shadow {
 	return &Shadow{
-		name:             name,
-		of:               of,
-		sched:            s,
-		picker:           nodePicker{snapshot: internalcache.NewEmptySnapshot()},
-		limiter:          rate.NewLimiter(rate.Limit(s.shadowSampleRate), max(1, int(s.shadowSampleRate))),
-		pods:             make(chan *v1.Pod, s.shadowQueueLength),
-		done:             make(chan struct{}),
-		sampledOutMetric: s.metrics.ShadowSkippedPods.WithLabelValues(name, metrics.ShadowSampledOut),
-		droppedMetric:    s.metrics.ShadowSkippedPods.WithLabelValues(name, metrics.ShadowQueueFull),
-		outcomeMetrics: map[string]prometheus.Counter{
-			metrics.ShadowSameNode:  s.metrics.ShadowEvaluations.WithLabelValues(name, metrics.ShadowSameNode),
-			metrics.ShadowOtherNode: s.metrics.ShadowEvaluations.WithLabelValues(name, metrics.ShadowOtherNode),
-			metrics.ShadowNoNode:    s.metrics.ShadowEvaluations.WithLabelValues(name, metrics.ShadowNoNode),
-			metrics.ShadowError:     s.metrics.ShadowEvaluations.WithLabelValues(name, metrics.ShadowError),
-		},
-		stats: ShadowStats{Of: of},
+		name:    name,
+		of:      of,
+		sched:   s,
+		picker:  nodePicker{snapshot: internalcache.NewEmptySnapshot()},
+		limiter: rate.NewLimiter(rate.Limit(s.shadowSampleRate), max(1, int(s.shadowSampleRate))),
+		pods:    make(chan *v1.Pod, s.shadowQueueLength),
+		done:    make(chan struct{}),
+		stats:   ShadowStats{Of: of},
 	}
 }
 
@@ -158,6 +150,15 @@ func (sh *Shadow) FrameworkOptions() []runtime.Option {
 // FrameworkOptions, until Stop. The shadow owns fwk from here on.
 func (sh *Shadow) Start(fwk framework.Framework) {
 	sh.fwk = fwk
+	// Resolved here, not in NewShadow: a shadow whose instance does not
+	// build never starts, and must leave no series behind.
+	m := sh.sched.metrics
+	sh.sampledOutMetric = m.ShadowSkippedPods.WithLabelValues(sh.name, metrics.ShadowSampledOut)
+	sh.droppedMetric = m.ShadowSkippedPods.WithLabelValues(sh.name, metrics.ShadowQueueFull)
+	sh.outcomeMetrics = map[string]prometheus.Counter{}
+	for _, result := range []string{metrics.ShadowSameNode, metrics.ShadowOtherNode, metrics.ShadowNoNode, metrics.ShadowError} {
+		sh.outcomeMetrics[result] = m.ShadowEvaluations.WithLabelValues(sh.name, result)
+	}
 	sh.stats.Since = time.Now()
 	logger := sh.sched.logger.WithValues("shadow", sh.name, "shadowOf", sh.of)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))

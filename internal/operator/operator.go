@@ -54,6 +54,9 @@ type Options struct {
 	// only). Empty means the namespace of the service account it runs as,
 	// or default outside a cluster.
 	Namespace string
+	// ShadowStatusPeriod is how often shadow profiles' counts are written
+	// to their status at most (controllers.DefaultShadowStatusPeriod when 0).
+	ShadowStatusPeriod time.Duration
 }
 
 // Operator is what Setup built, for callers that need to look inside.
@@ -141,7 +144,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return sched.NewFramework(ctx, profile, append(opts,
 			runtime.WithWaitingPodObserver(mirror), runtime.WithWaitingPodObserver(podGroups))...)
 	}
-	var profileOpts []controllers.ProfileOption
+	profileOpts := []controllers.ProfileOption{
+		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
+	}
 	if o.Namespace != "" {
 		profileOpts = append(profileOpts, controllers.WithRevisionNamespace(o.Namespace))
 	}
