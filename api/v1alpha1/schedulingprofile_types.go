@@ -339,12 +339,12 @@ const (
 // +kubebuilder:printcolumn:name="SchedulerName",type=string,JSONPath=`.status.schedulerName`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
-// +kubebuilder:printcolumn:name="ShadowOf",type=string,priority=1,JSONPath=`.spec.shadowOf`,description="The schedulerName a shadow profile evaluates"
-// +kubebuilder:printcolumn:name="Evaluated",type=integer,priority=1,JSONPath=`.status.shadow.evaluated`,description="Placements the shadow evaluated"
-// +kubebuilder:printcolumn:name="SameNode",type=integer,priority=1,JSONPath=`.status.shadow.sameNode`,description="Placements the shadow agrees with"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Generation",type=integer,priority=1,JSONPath=`.metadata.generation`
 // +kubebuilder:printcolumn:name="Serving",type=integer,priority=1,JSONPath=`.status.servingGeneration`,description="The generation whose instance serves pods now"
+// +kubebuilder:printcolumn:name="ShadowOf",type=string,priority=1,JSONPath=`.spec.shadowOf`,description="The schedulerName a shadow profile evaluates"
+// +kubebuilder:printcolumn:name="Evaluated",type=integer,priority=1,JSONPath=`.status.shadow.evaluated`,description="Placements the shadow evaluated"
+// +kubebuilder:printcolumn:name="SameNode",type=integer,priority=1,JSONPath=`.status.shadow.sameNode`,description="Placements the shadow agrees with"
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,description="Why the current spec is or is not accepted"
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Accepted")].message`
 // +kubebuilder:validation:XValidation:rule="has(self.spec.schedulerName) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"
