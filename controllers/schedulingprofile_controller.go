@@ -80,7 +80,8 @@ type SchedulingProfileReconciler struct {
 	// reachable again: the scheduling loop, not the API, saw the change.
 	wake chan event.GenericEvent
 
-	// newShadow prepares shadows (spec.shadowOf); nil refuses them.
+	// newShadow prepares shadows (spec.shadowOf); nil refuses them. It,
+	// shadowStatusPeriod and shadows are set by WithShadows.
 	newShadow          ShadowFunc
 	shadowStatusPeriod time.Duration
 	// shadows is, per object name, the shadow it runs; guarded by mu.
@@ -108,18 +109,16 @@ type servedProfile struct {
 // never take: another scheduler serves them.
 func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build BuildFunc, recorder events.EventRecorder, reserved []string, opts ...ProfileOption) *SchedulingProfileReconciler {
 	r := &SchedulingProfileReconciler{
-		client:             c,
-		profiles:           set,
-		build:              build,
-		recorder:           recorder,
-		reserved:           sets.New(reserved...),
-		revisionNamespace:  defaultRevisionNamespace(),
-		served:             map[string]servedProfile{},
-		owners:             map[string]string{},
-		failingExtenders:   map[string]extenderFailures{},
-		wake:               make(chan event.GenericEvent, wakeBuffer),
-		shadows:            map[string]runningShadow{},
-		shadowStatusPeriod: DefaultShadowStatusPeriod,
+		client:            c,
+		profiles:          set,
+		build:             build,
+		recorder:          recorder,
+		reserved:          sets.New(reserved...),
+		revisionNamespace: defaultRevisionNamespace(),
+		served:            map[string]servedProfile{},
+		owners:            map[string]string{},
+		failingExtenders:  map[string]extenderFailures{},
+		wake:              make(chan event.GenericEvent, wakeBuffer),
 	}
 	for _, o := range opts {
 		o(r)

@@ -40,13 +40,15 @@ const DefaultShadowStatusPeriod = 10 * time.Second
 
 // WithShadows lets profiles run in shadow (spec.shadowOf), prepared by
 // newShadow, their counts written to status every period at most. Without
-// it a shadow profile is refused.
+// it a shadow profile is refused; 0 for period means
+// DefaultShadowStatusPeriod.
 func WithShadows(newShadow ShadowFunc, period time.Duration) ProfileOption {
+	if period <= 0 {
+		period = DefaultShadowStatusPeriod
+	}
 	return func(r *SchedulingProfileReconciler) {
-		r.newShadow = newShadow
-		if period > 0 {
-			r.shadowStatusPeriod = period
-		}
+		r.newShadow, r.shadowStatusPeriod = newShadow, period
+		r.shadows = map[string]runningShadow{}
 	}
 }
 
