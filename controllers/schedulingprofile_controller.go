@@ -130,6 +130,9 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 // reconciles the other profiles that claim the same schedulerName, so that a
 // newer one takes the name over when the older one goes or moves.
 func (r *SchedulingProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.stopShadowsAtShutdown(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("schedulingprofile").
 		Watches(&schedulingv1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.withSameSchedulerName)).

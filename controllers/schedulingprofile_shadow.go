@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
@@ -160,6 +163,21 @@ func (r *SchedulingProfileReconciler) stopShadow(ctx context.Context, objName st
 		cur.shadow.Stop()
 		klog.FromContext(ctx).Info("Stopped shadow instance", "schedulingProfile", objName, "shadowOf", cur.of, "generation", cur.generation)
 	}
+}
+
+// stopShadowsAtShutdown has the shadows stop when the manager does: they
+// run on the elected leader only, like the reconciler that starts them.
+func (r *SchedulingProfileReconciler) stopShadowsAtShutdown(mgr ctrl.Manager) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.mu.Lock()
+		names := slices.Collect(maps.Keys(r.shadows))
+		r.mu.Unlock()
+		for _, name := range names {
+			r.stopShadow(ctx, name)
+		}
+		return nil
+	}))
 }
 
 // shadowStatus is status.shadow for the counts of a shadow of generation.
