@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -79,6 +80,13 @@ type SchedulingProfileReconciler struct {
 	// wake reconciles a profile whose extenders became unreachable or
 	// reachable again: the scheduling loop, not the API, saw the change.
 	wake chan event.GenericEvent
+
+	// newShadow prepares shadows (spec.shadowOf); nil refuses them. It,
+	// shadowStatusPeriod and shadows are set by WithShadows.
+	newShadow          ShadowFunc
+	shadowStatusPeriod time.Duration
+	// shadows is, per object name, the shadow it runs; guarded by mu.
+	shadows map[string]runningShadow
 }
 
 type extenderFailures struct {
@@ -123,6 +131,9 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 // reconciles the other profiles that claim the same schedulerName, so that a
 // newer one takes the name over when the older one goes or moves.
 func (r *SchedulingProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.stopShadowsAtShutdown(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("schedulingprofile").
 		Watches(&schedulingv1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.withSameSchedulerName)).
@@ -167,15 +178,21 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
+			r.stopShadow(ctx, req.Name)
 			r.stopServing(ctx, req.Name, fmt.Sprintf("SchedulingProfile %s was deleted", req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !sp.DeletionTimestamp.IsZero() {
+		r.stopShadow(ctx, sp.Name)
 		r.stopServing(ctx, sp.Name, fmt.Sprintf("SchedulingProfile %s is being deleted", sp.Name))
 		return ctrl.Result{}, nil
 	}
+	if sp.Spec.ShadowOf != nil {
+		return r.reconcileShadow(ctx, sp)
+	}
+	r.stopShadow(ctx, sp.Name)
 
 	name := validation.SchedulerName(sp)
 	r.mu.Lock()
@@ -190,6 +207,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	status := &sp.Status
 	status.ObservedGeneration = sp.Generation
 	status.SchedulerName = name
+	status.Shadow = nil
 
 	if reason, msg, err := r.refusal(ctx, sp, name); err != nil {
 		return ctrl.Result{}, err
@@ -306,12 +324,13 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 	return served.generation
 }
 
-// buildSpec builds sp's current spec, or says why it may not serve: it is
-// too large (reason SpecTooLarge) or invalid (InvalidSpec). The checks are
+// buildSpec builds sp's current spec, with opts after its own, or says why
+// it may not serve: it is too large (reason SpecTooLarge) or invalid
+// (InvalidSpec). The checks are
 // validation's, as in the admission webhook, plus what only building it
 // here shows: the extenders' TLS Secrets. An error is a failure that is
 // not the spec's, worth retrying.
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile) (fwk framework.Framework, reason, msg string, err error) {
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
 	refused := func(ref *validation.Refusal) (framework.Framework, string, string, error) {
 		return nil, ref.Reason, fmt.Sprintf("Generation %d %s", sp.Generation, ref.Message), nil
 	}
@@ -322,7 +341,7 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 	if err != nil {
 		return refused(validation.NotBuilt(err))
 	}
-	fwk, err = r.build(ctx, profile, runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation)))
+	fwk, err = r.build(ctx, profile, append([]runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
 	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {
 		return refused(validation.NotBuilt(err))
 	}
@@ -378,7 +397,8 @@ func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulin
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || validation.SchedulerName(other) != name {
+		// A shadow claims no schedulerName.
+		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || validation.SchedulerName(other) != name {
 			continue
 		}
 		if older(other, sp) {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,18 @@ type rollout struct {
 	// serving is the generation of the profile that serves meanwhile, 0
 	// when none does.
 	serving int64
+	// shadow: the profile runs in shadow of schedulerName (spec.shadowOf)
+	// rather than serving it; Ready then means the current generation
+	// runs as the shadow.
+	shadow bool
+}
+
+// serves says what generation gen of a profile does for its schedulerName.
+func (r rollout) serves(gen int64) string {
+	if r.shadow {
+		return fmt.Sprintf("generation %d evaluates placements of schedulerName %s in shadow", gen, r.schedulerName)
+	}
+	return fmt.Sprintf("generation %d serves schedulerName %s", gen, r.schedulerName)
 }
 
 // setRolloutConditions sets Ready, Reconciling and Stalled, the conditions
@@ -52,8 +65,13 @@ func setRolloutConditions(sp *schedulingv1alpha1.SchedulingProfile, r rollout) {
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileStalled)
 	case r.reason != "":
 		tail := "; no generation of this profile serves"
-		if r.serving != 0 {
+		switch {
+		case r.serving != 0 && r.shadow:
+			tail = fmt.Sprintf("; generation %d, the last valid one, keeps evaluating placements of schedulerName %s in shadow", r.serving, r.schedulerName)
+		case r.serving != 0:
 			tail = fmt.Sprintf("; generation %d, the last valid one, keeps serving schedulerName %s", r.serving, r.schedulerName)
+		case r.shadow:
+			tail = "; no generation of this shadow runs"
 		}
 		// The tail says what serves: cut the reason's message, never it.
 		msg := truncate(r.msg, maxConditionMessage-len(tail)) + tail
@@ -61,8 +79,12 @@ func setRolloutConditions(sp *schedulingv1alpha1.SchedulingProfile, r rollout) {
 		set(schedulingv1alpha1.ProfileStalled, metav1.ConditionTrue, r.reason, msg)
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileReconciling)
 	default:
-		set(schedulingv1alpha1.ProfileReady, metav1.ConditionTrue, schedulingv1alpha1.ReasonServing,
-			fmt.Sprintf("Generation %d serves schedulerName %s", sp.Generation, r.schedulerName))
+		reason := schedulingv1alpha1.ReasonServing
+		if r.shadow {
+			reason = schedulingv1alpha1.ReasonShadowing
+		}
+		msg := r.serves(sp.Generation)
+		set(schedulingv1alpha1.ProfileReady, metav1.ConditionTrue, reason, strings.ToUpper(msg[:1])+msg[1:])
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileReconciling)
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileStalled)
 	}

@@ -138,7 +138,7 @@ func benchmarkSchedulingCycle(b *testing.B, r runtime.Registry, defaults *config
 			}
 		}
 	}
-	if err := s.cache.UpdateSnapshot(logger, s.snapshot); err != nil {
+	if err := s.cache.UpdateSnapshot(logger, s.picker.snapshot); err != nil {
 		b.Fatal(err)
 	}
 	pod := st.MakePod().Name("incoming").UID("incoming").SchedulerName(name).

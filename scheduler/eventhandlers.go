@@ -212,6 +212,9 @@ func (s *Scheduler) updatePod(oldObj, newObj any) {
 		if s.responsibleForPod(oldPod) {
 			s.queue.Delete(oldPod)
 		}
+		// A placement, whoever made it: after the cache counts the pod,
+		// which the shadows' snapshots then take out again.
+		s.observePlacement(newPod)
 	case s.responsibleForPod(oldPod):
 		s.updatePodInSchedulingQueue(oldPod, newPod)
 	}

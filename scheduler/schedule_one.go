@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
@@ -205,36 +206,83 @@ func rejectionOnNode(pod *v1.Pod, nodeName string, sts *framework.Status) *frame
 
 // schedulePod picks a node for pod on an up-to-date snapshot.
 func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
-	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.snapshot); err != nil {
+	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.picker.snapshot); err != nil {
 		return ScheduleResult{}, err
 	}
-	if s.snapshot.NumNodes() == 0 {
-		return ScheduleResult{}, ErrNoNodesAvailable
-	}
-	feasible, diagnosis, err := s.findNodesThatFitPod(ctx, fwk, state, pod)
+	c, err := s.picker.findCandidates(ctx, fwk, state, pod)
 	if err != nil {
 		return ScheduleResult{}, err
+	}
+	host, err := c.selectHost()
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	return ScheduleResult{SuggestedHost: host, EvaluatedNodes: c.evaluated, FeasibleNodes: len(c.feasible)}, nil
+}
+
+// nodePicker runs the node-selection part of a scheduling cycle (PreFilter,
+// Filter, the extenders' filters, PreScore, Score and NormalizeScore) on
+// one snapshot, which its owner keeps up to date. The loop has one; each
+// shadow has its own, so that a shadow never touches the loop's snapshot.
+// Only the owner's goroutine, and the Filter and Score workers of the
+// cycle it runs, use it.
+type nodePicker struct {
+	snapshot *internalcache.Snapshot
+	// nextStartNodeIndex is where the next search for feasible nodes
+	// starts, where the previous one stopped, as upstream.
+	nextStartNodeIndex int
+}
+
+// candidates are the nodes a cycle found for a pod.
+type candidates struct {
+	// feasible passed every filter.
+	feasible []*framework.NodeInfo
+	// scores are the feasible nodes' scores; nil when they were not scored
+	// (a single feasible node, or no Score plugin nor prioritizing
+	// extender): then every feasible node is as good as any other.
+	scores []framework.NodePluginScores
+	// evaluated is how many nodes were filtered.
+	evaluated int
+}
+
+// selectHost picks the node the pod goes to: the highest total score, ties
+// broken uniformly at random, as upstream.
+func (c candidates) selectHost() (string, error) {
+	if c.scores == nil {
+		return c.feasible[rand.IntN(len(c.feasible))].Node().Name, nil
+	}
+	return selectHost(c.scores)
+}
+
+// findCandidates finds the feasible nodes for pod on the picker's snapshot
+// and scores them; it returns a *framework.FitError when none is feasible.
+func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (candidates, error) {
+	if p.snapshot.NumNodes() == 0 {
+		return candidates{}, ErrNoNodesAvailable
+	}
+	feasible, diagnosis, err := p.findNodesThatFitPod(ctx, fwk, state, pod)
+	if err != nil {
+		return candidates{}, err
 	}
 	if len(feasible) == 0 {
-		return ScheduleResult{}, &framework.FitError{Pod: pod, NumAllNodes: s.snapshot.NumNodes(), Diagnosis: diagnosis}
+		return candidates{}, &framework.FitError{Pod: pod, NumAllNodes: p.snapshot.NumNodes(), Diagnosis: diagnosis}
 	}
-	evaluated := len(feasible) + diagnosis.NodeToStatus.Len()
+	c := candidates{feasible: feasible, evaluated: len(feasible) + diagnosis.NodeToStatus.Len()}
 	if len(feasible) == 1 {
-		return ScheduleResult{SuggestedHost: feasible[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
+		return c, nil
 	}
-	host, err := s.prioritizeAndSelect(ctx, fwk, state, pod, feasible)
-	if err != nil {
-		return ScheduleResult{}, err
+	if c.scores, err = prioritize(ctx, fwk, state, pod, feasible); err != nil {
+		return candidates{}, err
 	}
-	return ScheduleResult{SuggestedHost: host, EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}, nil
+	return c, nil
 }
 
 // findNodesThatFitPod runs PreFilter once and Filter over the nodes, trying
 // the pod's nominated node first.
-func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	logger := klog.FromContext(ctx)
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-	allNodes, err := s.snapshot.List()
+	allNodes, err := p.snapshot.List()
 	if err != nil {
 		return nil, diagnosis, err
 	}
@@ -255,7 +303,7 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 	// A nominated node was likely freed by preemption for this very pod:
 	// try it alone first.
 	if nnn := pod.Status.NominatedNodeName; nnn != "" {
-		feasible, err := s.evaluateNominatedNode(ctx, fwk, state, pod, nnn, &diagnosis)
+		feasible, err := p.evaluateNominatedNode(ctx, fwk, state, pod, nnn, &diagnosis)
 		if err != nil {
 			logger.Error(err, "Evaluation failed on nominated node", "node", nnn)
 		}
@@ -269,7 +317,7 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 		nodes = make([]*framework.NodeInfo, 0, len(preRes.NodeNames))
 		for name := range preRes.NodeNames {
 			// A PreFilter result may name nodes that do not exist.
-			if ni, err := s.snapshot.Get(name); err == nil {
+			if ni, err := p.snapshot.Get(name); err == nil {
 				nodes = append(nodes, ni)
 			}
 		}
@@ -277,9 +325,9 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowing))))
 	}
 	numToFind := int(fwk.NumFeasibleNodesToFind(int32(len(nodes))))
-	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, s.nextStartNodeIndex, numToFind)
+	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
 	// Move the start even on error, so every node gets its turn.
-	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(allNodes)
+	p.nextStartNodeIndex = (p.nextStartNodeIndex + processed) % len(allNodes)
 	if err != nil {
 		return nil, diagnosis, err
 	}
@@ -298,8 +346,8 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 	return passed, diagnosis, nil
 }
 
-func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
-	ni, err := s.snapshot.Get(nodeName)
+func (p *nodePicker) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
+	ni, err := p.snapshot.Get(nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -310,21 +358,20 @@ func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Fra
 	return extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
 }
 
-// prioritizeAndSelect scores the feasible nodes with the Score plugins and
-// the extenders, and picks the highest total; ties are broken uniformly at
-// random by reservoir sampling, as upstream.
-func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) (string, error) {
+// prioritize scores the feasible nodes with the Score plugins and the
+// extenders; nil, without error, when there is nothing to score them with.
+func prioritize(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) ([]framework.NodePluginScores, error) {
 	exts := runtime.Extenders(fwk)
 	if len(exts) == 0 && !fwk.HasScorePlugins() {
 		// Every node scores the same.
-		return feasible[rand.IntN(len(feasible))].Node().Name, nil
+		return nil, nil
 	}
 	if st := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
-		return "", st.AsError()
+		return nil, st.AsError()
 	}
 	scores, st := fwk.RunScorePlugins(ctx, state, pod, feasible)
 	if !st.IsSuccess() {
-		return "", st.AsError()
+		return nil, st.AsError()
 	}
 	if klogV := klog.FromContext(ctx).V(10); klogV.Enabled() {
 		for _, ns := range scores {
@@ -334,7 +381,7 @@ func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Frame
 	if len(exts) != 0 {
 		extender.AddScores(ctx, exts, pod, feasible, scores)
 	}
-	return selectHost(scores)
+	return scores, nil
 }
 
 // selectHost returns the node with the highest total score; among equal

@@ -80,11 +80,10 @@ type Scheduler struct {
 	// profileCtx carries logger to queue calls made from profile-set subscriptions.
 	profileCtx context.Context
 
-	// snapshot and nextStartNodeIndex belong to the scheduling loop: only
-	// its goroutine (and the Filter/Score workers of the cycle it runs)
+	// picker and its snapshot belong to the scheduling loop: only its
+	// goroutine (and the Filter/Score workers of the cycle it runs)
 	// touches them.
-	snapshot           *internalcache.Snapshot
-	nextStartNodeIndex int
+	picker nodePicker
 
 	// mu guards informerCtx and started. informerCtx is set once the
 	// informers run (see startInformers); NewFramework then starts and
@@ -105,6 +104,15 @@ type Scheduler struct {
 	// unservedWarningDelay is how long an unserved pod of an own
 	// schedulerName waits for its NoProfile event.
 	unservedWarningDelay time.Duration
+
+	// shadows are the running shadows, per schedulerName they shadow. The
+	// pod handler reads the map without a lock; shadowsMu serializes
+	// those who replace it (registerShadow, unregisterShadow).
+	shadows   atomic.Pointer[map[string][]*Shadow]
+	shadowsMu sync.Mutex
+	// shadowSampleRate and shadowQueueLength bound each shadow's work.
+	shadowSampleRate  float64
+	shadowQueueLength int
 }
 
 var (
@@ -129,6 +137,8 @@ type options struct {
 	assumedPodTTL                 time.Duration
 	stalledCycleTimeout           time.Duration
 	eventSources                  []resourceInformer
+	shadowSampleRate              float64
+	shadowQueueLength             int
 }
 
 // Option configures New.
@@ -252,6 +262,8 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		assumedPodTTL:                 internalcache.DefaultAssumedPodTTL,
 		stalledCycleTimeout:           DefaultStalledCycleTimeout,
 		unservedWarningDelay:          DefaultUnservedWarningDelay,
+		shadowSampleRate:              DefaultShadowSampleRate,
+		shadowQueueLength:             DefaultShadowQueueLength,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -283,11 +295,12 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		metrics:                  o.metrics,
 		logger:                   logger,
 		profileCtx:               klog.NewContext(context.Background(), logger),
-		snapshot:                 internalcache.NewEmptySnapshot(),
+		picker:                   nodePicker{snapshot: internalcache.NewEmptySnapshot()},
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
 	}
 	s.progress.timeout = o.stalledCycleTimeout
 	s.unservedWarningDelay = o.unservedWarningDelay
+	s.shadowSampleRate, s.shadowQueueLength = o.shadowSampleRate, o.shadowQueueLength
 	// Terminal pods hold no resources: keeping them out of the informer
 	// releases them (the watch reports a pod that turns terminal as deleted).
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
@@ -370,7 +383,7 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithClientSet(s.client),
 		runtime.WithEventRecorder(s.broadcaster.NewRecorder(scheme.Scheme, name)),
 		runtime.WithInformerFactory(s.informerFactory),
-		runtime.WithSnapshotSharedLister(s.snapshot),
+		runtime.WithSnapshotSharedLister(s.picker.snapshot),
 		runtime.WithPodNominator(s.queue),
 		runtime.WithPodActivator(s.queue),
 		runtime.WithParallelism(s.parallelism),

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // SchedulingProfileSpec is an upstream KubeSchedulerProfile
@@ -44,6 +45,19 @@ type SchedulingProfileSpec struct {
 	// +optional
 	// +listType=atomic
 	Extenders []Extender `json:"extenders,omitempty"`
+
+	// ShadowOf makes this profile a shadow of the named schedulerName: it
+	// serves no pods and claims no schedulerName, but computes, for a sample
+	// of the pods that schedulerName places (by a profile of this operator
+	// or by another scheduler), where it would have placed each, and
+	// reports in status.shadow how often it agrees. It reserves, holds and
+	// binds nothing: Reserve, Permit, PreBind, Bind and PostFilter
+	// (preemption) never run. It is not an upstream field.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ShadowOf *string `json:"shadowOf,omitempty"`
 }
 
 // Plugins lists the plugins to enable or disable at each extension point, as
@@ -202,6 +216,13 @@ type SchedulingProfileStatus struct {
 	// +listType=atomic
 	OmittedDefaultPlugins []string `json:"omittedDefaultPlugins,omitempty"`
 
+	// Shadow is what a shadow profile (spec.shadowOf) found so far: how
+	// many placements it evaluated and how many it agrees with. The counts
+	// start again when the shadow's generation or its shadowOf changes, or
+	// the operator restarts.
+	// +optional
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
+
 	// Conditions: Accepted and Active, kstatus's Ready, Reconciling and
 	// Stalled, and ExtendersReachable on a profile with extenders.
 	// +optional
@@ -222,6 +243,67 @@ type RevisionReference struct {
 	// Hash is "sha256:" and the hex SHA-256 of the revision's data, checked
 	// before the spec is served again.
 	Hash string `json:"hash"`
+}
+
+// ShadowStatus counts what a shadow profile found, comparing its choice of
+// node with the node the serving scheduler chose, pod by pod.
+type ShadowStatus struct {
+	// Of is the schedulerName whose placements are evaluated.
+	Of string `json:"of"`
+	// Generation is the generation of the shadow the counts are for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// Since is when the counts started.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Evaluated is how many placements the shadow evaluated:
+	// sameNode + otherNode + noNode + errors.
+	Evaluated int64 `json:"evaluated"`
+	// SameNode counts pods the shadow would have placed on the serving
+	// scheduler's node, or for which that node was among the shadow's
+	// equally best nodes (upstream picks at random among those).
+	SameNode int64 `json:"sameNode"`
+	// OtherNode counts pods the shadow would have placed on another node.
+	OtherNode int64 `json:"otherNode"`
+	// NoNode counts pods the shadow would have found unschedulable.
+	NoNode int64 `json:"noNode"`
+	// Errors counts evaluations that failed with an internal error.
+	// +optional
+	Errors int64 `json:"errors,omitempty"`
+	// SampledOut counts placements left out by the sampling rate.
+	// +optional
+	SampledOut int64 `json:"sampledOut,omitempty"`
+	// Dropped counts sampled placements dropped because the shadow's queue
+	// was full: the shadow fell behind.
+	// +optional
+	Dropped int64 `json:"dropped,omitempty"`
+	// Disagreements are the latest pods the shadow would have placed
+	// elsewhere or nowhere, newest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Disagreements []ShadowDisagreement `json:"disagreements,omitempty"`
+}
+
+// ShadowDisagreement is one pod the shadow would have placed differently.
+type ShadowDisagreement struct {
+	// Pod is the pod's namespace/name.
+	Pod string `json:"pod"`
+	// PodUID is the pod's UID.
+	PodUID types.UID `json:"podUID"`
+	// ServingNode is the node the serving scheduler placed the pod on.
+	ServingNode string `json:"servingNode"`
+	// ShadowNodes are the nodes the shadow found equally best, at most a
+	// few of them; empty when it would have placed the pod nowhere.
+	// +optional
+	// +listType=atomic
+	ShadowNodes []string `json:"shadowNodes,omitempty"`
+	// ShadowReason is why the shadow would have placed the pod nowhere:
+	// the unschedulable message, or the error.
+	// +optional
+	ShadowReason string `json:"shadowReason,omitempty"`
+	// Time is when the shadow evaluated the pod.
+	Time metav1.Time `json:"time"`
 }
 
 // Condition types and reasons of a SchedulingProfile.
@@ -261,6 +343,9 @@ const (
 	ReasonServing = "Serving"
 	// ReasonNotServing: no instance of the profile is taking pods.
 	ReasonNotServing = "NotServing"
+	// ReasonShadowing: the profile is a shadow (spec.shadowOf); it takes
+	// no pods, its instance evaluates another schedulerName's placements.
+	ReasonShadowing = "Shadowing"
 )
 
 // SchedulingProfile is a scheduler profile as a resource: pods whose
@@ -277,6 +362,9 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Generation",type=integer,priority=1,JSONPath=`.metadata.generation`
 // +kubebuilder:printcolumn:name="Serving",type=integer,priority=1,JSONPath=`.status.servingGeneration`,description="The generation whose instance serves pods now"
+// +kubebuilder:printcolumn:name="ShadowOf",type=string,priority=1,JSONPath=`.spec.shadowOf`,description="The schedulerName a shadow profile evaluates"
+// +kubebuilder:printcolumn:name="Evaluated",type=integer,priority=1,JSONPath=`.status.shadow.evaluated`,description="Placements the shadow evaluated"
+// +kubebuilder:printcolumn:name="SameNode",type=integer,priority=1,JSONPath=`.status.shadow.sameNode`,description="Placements the shadow agrees with"
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the current generation serves or not"
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:validation:XValidation:rule="has(self.spec.schedulerName) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"

@@ -56,6 +56,9 @@ type Options struct {
 	// only). Empty means the namespace of the service account it runs as,
 	// or default outside a cluster.
 	Namespace string
+	// ShadowStatusPeriod is how often shadow profiles' counts are written
+	// to their status at most (controllers.DefaultShadowStatusPeriod when 0).
+	ShadowStatusPeriod time.Duration
 }
 
 // Operator is what Setup built, for callers that need to look inside.
@@ -147,8 +150,10 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if namespace == "" {
 		namespace = controllers.OperatorNamespace()
 	}
-	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder,
-		o.ReservedSchedulerNames, controllers.WithRevisionNamespace(namespace)).SetupWithManager(mgr); err != nil {
+	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder, o.ReservedSchedulerNames,
+		controllers.WithRevisionNamespace(namespace),
+		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
+	).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Decisions read and watch pods through the scheduling loop's pod

@@ -122,7 +122,8 @@ func New(o Options) *Validator {
 // the instance that serves is built.
 func (v *Validator) Validate(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) *Refusal {
 	name := SchedulerName(sp)
-	if v.reserved.Has(name) {
+	// A shadow (spec.shadowOf) claims no schedulerName.
+	if sp.Spec.ShadowOf == nil && v.reserved.Has(name) {
 		return ReservedName(name)
 	}
 	if r := CheckSize(&sp.Spec); r != nil {

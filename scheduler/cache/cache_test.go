@@ -462,3 +462,45 @@ func TestNodeImageStates(t *testing.T) {
 		t.Errorf("img:a is on %d nodes, want 1", got)
 	}
 }
+
+func TestSnapshotTakeOutPod(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	c := New()
+	c.AddNode(logger, node("n1"))
+	placed := cpuPod("placed", "n1", "1")
+	placed.UID = "placed"
+	other := cpuPod("other", "n1", "2")
+	other.UID = "other"
+	for _, p := range []*v1.Pod{placed, other} {
+		if err := c.AddPod(logger, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := NewEmptySnapshot()
+	if err := c.UpdateSnapshot(logger, s); err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := s.List()
+	ni := listed[0]
+	restore, ok := s.TakeOutPod(logger, placed)
+	if !ok {
+		t.Fatal("the pod was not found on its node")
+	}
+	if got, want := (nodeState{MilliCPU: ni.Requested.MilliCPU, Pods: len(ni.Pods)}), (nodeState{MilliCPU: 2000, Pods: 1}); got != want {
+		t.Errorf("without the pod the listed node has %+v, want %+v", got, want)
+	}
+	if got, _ := s.Get("n1"); got != ni {
+		t.Error("the snapshot's map and list no longer hold the same NodeInfo")
+	}
+	cached := c.nodes["n1"].info
+	if got, want := (nodeState{MilliCPU: cached.Requested.MilliCPU, Pods: len(cached.Pods)}), (nodeState{MilliCPU: 3000, Pods: 2}); got != want {
+		t.Errorf("the cache's node changed to %+v, want %+v", got, want)
+	}
+	restore()
+	if got, want := (nodeState{MilliCPU: ni.Requested.MilliCPU, Pods: len(ni.Pods)}), (nodeState{MilliCPU: 3000, Pods: 2}); got != want {
+		t.Errorf("restored node has %+v, want %+v", got, want)
+	}
+	if _, ok := s.TakeOutPod(logger, cpuPod("unknown", "n1", "1")); ok {
+		t.Error("a pod not counted on the node was taken out")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
@@ -118,4 +119,31 @@ func (s *Snapshot) Get(nodeName string) (*framework.NodeInfo, error) {
 // IsPVCUsedByPods reports whether a pod on some node uses the PVC "namespace/name".
 func (s *Snapshot) IsPVCUsedByPods(key string) bool {
 	return s.usedPVCs[key] > 0
+}
+
+// TakeOutPod removes pod from the node its spec.nodeName names, for a
+// shadow that evaluates where it would have placed a pod already placed;
+// restore puts the node back as it was. The node's NodeInfo is replaced by
+// a copy in place, so the lists keep their pointers and no NodeInfo of the
+// cache or of another snapshot changes. ok is false, and restore does
+// nothing, when the pod is not counted there. Call restore before the
+// next UpdateSnapshot.
+func (s *Snapshot) TakeOutPod(logger klog.Logger, pod *v1.Pod) (restore func(), ok bool) {
+	ni, found := s.nodeInfoMap[pod.Spec.NodeName]
+	if !found || ni.Node() == nil {
+		return func() {}, false
+	}
+	without := ni.Snapshot()
+	if err := without.RemovePod(logger, pod); err != nil {
+		return func() {}, false
+	}
+	saved := *ni
+	s.countPVCs(ni, -1)
+	*ni = *without
+	s.countPVCs(ni, 1)
+	return func() {
+		s.countPVCs(ni, -1)
+		*ni = saved
+		s.countPVCs(ni, 1)
+	}, true
 }

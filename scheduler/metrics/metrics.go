@@ -77,7 +77,30 @@ type Metrics struct {
 	PreemptionGoroutinesDuration *prometheus.HistogramVec
 	// PreemptionGoroutinesExecutionTotal is scheduler_preemption_goroutines_execution_total{result}.
 	PreemptionGoroutinesExecutionTotal *prometheus.CounterVec
+
+	// ShadowEvaluations counts the placements shadow profiles evaluated,
+	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
+	// ShadowOtherNode, ShadowNoNode, ShadowError); ours, upstream has no
+	// shadows.
+	ShadowEvaluations *prometheus.CounterVec
+	// ShadowSkippedPods counts the placements a shadow did not evaluate,
+	// by the reason (ShadowSampledOut, ShadowQueueFull).
+	ShadowSkippedPods *prometheus.CounterVec
 }
+
+// Outcome label values of ShadowEvaluations.
+const (
+	ShadowSameNode  = "same_node"
+	ShadowOtherNode = "other_node"
+	ShadowNoNode    = "no_node"
+	ShadowError     = "error"
+)
+
+// Reason label values of ShadowSkippedPods.
+const (
+	ShadowSampledOut = "sampled_out"
+	ShadowQueueFull  = "queue_full"
+)
 
 // New returns the metrics of one scheduling loop, registered on reg. Each
 // scheduler needs its own instance; registering a second one on the same
@@ -182,6 +205,19 @@ func NewUnregistered() *Metrics {
 			Name:      "preemption_goroutines_execution_total",
 			Help:      "Number of preemption goroutines executed.",
 		}, []string{"result"}),
+		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "shadow_evaluations_total",
+			Help: "Number of placements a shadow profile evaluated, by the outcome: 'same_node' when the serving scheduler's node was " +
+				"among the shadow's best nodes, 'other_node' when it was not, 'no_node' when the shadow found the pod unschedulable, " +
+				"'error' when the evaluation failed.",
+		}, []string{ProfileLabel, "result"}),
+		ShadowSkippedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "shadow_skipped_pods_total",
+			Help: "Number of placements a shadow profile did not evaluate, by the reason: 'sampled_out' beyond its sampling rate, " +
+				"'queue_full' when it fell behind.",
+		}, []string{ProfileLabel, "reason"}),
 	}
 }
 
@@ -191,6 +227,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.PendingPods, m.UnservedPendingPods,
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
+		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }
 
@@ -205,4 +242,14 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.SchedulingAttemptDuration.DeletePartialMatch(labels)
 	m.PodSchedulingSLIDuration.DeletePartialMatch(labels)
 	m.FrameworkExtensionPointDuration.DeletePartialMatch(labels)
+}
+
+// DeleteShadow deletes the series of the shadow profile named profile.
+// They are apart from DeleteProfile's: a shadow is labelled with its
+// SchedulingProfile's name, which may equal a schedulerName served by
+// another profile.
+func (m *Metrics) DeleteShadow(profile string) {
+	labels := prometheus.Labels{ProfileLabel: profile}
+	m.ShadowEvaluations.DeletePartialMatch(labels)
+	m.ShadowSkippedPods.DeletePartialMatch(labels)
 }

@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -45,7 +46,12 @@ var (
 	// op is the running operator; stopOperator stops it.
 	op           *operator.Operator
 	stopOperator func()
+	// metricsRegistry exports the running operator's scheduling metrics.
+	metricsRegistry *prometheus.Registry
 )
+
+// shadowStatusPeriod is how often shadows' counts reach their status here.
+const shadowStatusPeriod = 500 * time.Millisecond
 
 func TestOperator(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -112,10 +118,13 @@ func startOperator(extra ...func(runtime.Registry) error) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
+	metricsRegistry = prometheus.NewRegistry()
 	op, err = operator.Setup(ctx, mgr, operator.Options{
 		Registry:               registry,
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    retention,
+		MetricsRegisterer:      metricsRegistry,
+		ShadowStatusPeriod:     shadowStatusPeriod,
 		Scheduler: []scheduler.Option{
 			scheduler.WithUnservedWarningDelay(unservedWarningDelay),
 			scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -43,6 +44,7 @@ const (
 	upstreamNamespace = "perf-upstream"
 	upstreamProfile   = "perf-upstream"
 	warmupProfile     = "perf-warmup"
+	shadowProfile     = "perf-shadow"
 	// unscheduled is a schedulerName no scheduler serves: the harness
 	// binds these pods itself.
 	unscheduled = "perf-harness"
@@ -114,6 +116,11 @@ type Result struct {
 	// Cost is what the operator's process spent: its measured phase runs
 	// from the profile's creation to the last binding.
 	Cost Cost `json:"cost"`
+	// ShadowEvaluations and ShadowSkipped count, for a workload with a
+	// shadow, scheduler_shadow_evaluations_total by result and
+	// scheduler_shadow_skipped_pods_total by reason over the measured phase.
+	ShadowEvaluations map[string]int `json:"shadowEvaluations,omitempty"`
+	ShadowSkipped     map[string]int `json:"shadowSkipped,omitempty"`
 	// Upstream is kube-scheduler's throughput on the same API server, from
 	// its first binding on (its start-up is left out), when measured.
 	Upstream *Summary `json:"upstreamThroughput,omitempty"`
@@ -316,6 +323,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		}
 		spec.Extenders = append(spec.Extenders, ext)
 	}
+	if w.Shadow != "" {
+		if err := h.startShadow(ctx, kc, op); err != nil {
+			return nil, err
+		}
+	}
 	before, err := op.scrape(ctx)
 	if err != nil {
 		return nil, err
@@ -378,6 +390,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds", scheduledLabel).summary()
 	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
 	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
+	if w.Shadow != "" {
+		shadowLabel := map[string]string{"profile": shadowProfile}
+		res.ShadowEvaluations = counterDelta(before, after, "scheduler_shadow_evaluations_total", shadowLabel, "result")
+		res.ShadowSkipped = counterDelta(before, after, "scheduler_shadow_skipped_pods_total", shadowLabel, "reason")
+		o.logf("   shadow: evaluated %v, skipped %v", res.ShadowEvaluations, res.ShadowSkipped)
+	}
 	if err := h.readMemory(ctx, op, &res.Cost); err != nil {
 		return nil, err
 	}
@@ -511,6 +529,37 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 		// The Extender workload's extender serves on loopback.
 		"--allowed-extender-url-prefixes=http://127.0.0.1:*",
 	)
+}
+
+// startShadow creates the workload's shadow of the measured profile and
+// waits until the operator runs it, before the measured phase.
+func (h *harness) startShadow(ctx context.Context, kc client.Client, op *schedulerProcess) error {
+	spec := schedulingv1alpha1.SchedulingProfileSpec{}
+	if err := yaml.UnmarshalStrict([]byte(h.w.Shadow), &spec); err != nil {
+		return fmt.Errorf("workload %s: shadow: %w", h.w.Name, err)
+	}
+	spec.ShadowOf = ptr.To(measureProfile)
+	sp := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: shadowProfile}, Spec: spec}
+	if err := kc.Create(ctx, sp); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(sp), sp); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(sp.Status.Conditions, schedulingv1alpha1.ProfileActive); c != nil && c.Reason == schedulingv1alpha1.ReasonShadowing {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-op.Done():
+			return op.exitError()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the shadow profile did not run within 2 minutes; the operator's log is %s", op.Log)
 }
 
 // warmUp schedules one pod with a throw-away profile, so the measured phase

@@ -35,6 +35,10 @@ type Workload struct {
 	// scheduled each scheduler stays idle for a while (steadyState) before
 	// its memory is read.
 	Memory bool
+	// Shadow, when set, is the spec of a shadow profile of the measured
+	// one (spec.shadowOf), running before the measured phase starts: the
+	// cost of a shadow beside the serving profile.
+	Shadow string
 }
 
 // Node and pod shapes of scheduler_perf's default templates.
@@ -100,6 +104,10 @@ var allWorkloads = []Workload{
 	{Name: "SchedulingBasic/5000Nodes_10000Pods", Nodes: 5000, InitPods: 1000, Pods: 10000, Profile: defaultProfile},
 	{Name: "NodeAffinity/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Pod: zoneAffinity},
 	{Name: "MostAllocated/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: mostAllocated},
+	// SchedulingBasic/500Nodes with a shadow that packs, at its default
+	// sampling rate: compare the two for what a shadow costs the serving
+	// profile.
+	{Name: "Shadow/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Shadow: mostAllocated},
 	{Name: "ManualApproval/500Nodes", Nodes: 500, InitPods: 500, Pods: 500, Profile: manualApproval, Approve: true},
 	// Gangs of 8 (scheduler-plugins' Coscheduling with PodGroups): each
 	// member waits at Permit until its gang is complete.
@@ -112,6 +120,7 @@ var allWorkloads = []Workload{
 
 var defaultWorkloads = []string{
 	"SchedulingBasic/500Nodes",
+	"Shadow/500Nodes",
 	"SchedulingBasic/5000Nodes",
 	"NodeAffinity/500Nodes",
 	"MostAllocated/500Nodes",

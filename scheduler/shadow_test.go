@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
+	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+)
+
+func TestCompareWithServing(t *testing.T) {
+	nodes := func(names ...string) []*framework.NodeInfo {
+		out := make([]*framework.NodeInfo, len(names))
+		for i, n := range names {
+			out[i] = framework.NewNodeInfo()
+			out[i].SetNode(st.MakeNode().Name(n).Obj())
+		}
+		return out
+	}
+	scored := func(totals map[string]int64, order ...string) candidates {
+		c := candidates{feasible: nodes(order...)}
+		for _, n := range order {
+			c.scores = append(c.scores, framework.NodePluginScores{Name: n, TotalScore: totals[n]})
+		}
+		return c
+	}
+	fitErr := &framework.FitError{Pod: st.MakePod().Name("p").Obj(), NumAllNodes: 3, Diagnosis: framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}}
+	tests := []struct {
+		name    string
+		serving string
+		c       candidates
+		err     error
+		want    shadowOutcome
+	}{
+		{name: "the serving node scores highest", serving: "b", c: scored(map[string]int64{"a": 10, "b": 30, "c": 20}, "a", "b", "c"),
+			want: shadowOutcome{result: metrics.ShadowSameNode}},
+		{name: "a tie that includes the serving node agrees", serving: "c", c: scored(map[string]int64{"a": 30, "b": 10, "c": 30}, "a", "b", "c"),
+			want: shadowOutcome{result: metrics.ShadowSameNode}},
+		{name: "another node scores highest", serving: "a", c: scored(map[string]int64{"a": 10, "b": 30, "c": 20}, "a", "b", "c"),
+			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"b"}}},
+		{name: "a tie without the serving node names every tied node, sorted", serving: "b", c: scored(map[string]int64{"a": 30, "b": 10, "c": 30}, "c", "b", "a"),
+			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"a", "c"}}},
+		{name: "unscored feasible nodes are all equally good", serving: "b", c: candidates{feasible: nodes("a", "b")},
+			want: shadowOutcome{result: metrics.ShadowSameNode}},
+		{name: "the serving node is not feasible for the shadow", serving: "z", c: candidates{feasible: nodes("a")},
+			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"a"}}},
+		{name: "no feasible node", serving: "a", err: fitErr,
+			want: shadowOutcome{result: metrics.ShadowNoNode, reason: fitErr.Error()}},
+		{name: "no nodes at all", serving: "a", err: ErrNoNodesAvailable,
+			want: shadowOutcome{result: metrics.ShadowNoNode, reason: ErrNoNodesAvailable.Error()}},
+		{name: "an internal error", serving: "a", err: errors.New("plugin X failed"),
+			want: shadowOutcome{result: metrics.ShadowError, reason: "plugin X failed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := compareWithServing(tt.serving, tt.c, tt.err)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(shadowOutcome{})); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCompareWithServingNamesFewNodes(t *testing.T) {
+	var c candidates
+	for i := range 20 {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(st.MakeNode().Name(fmt.Sprintf("n%02d", i)).Obj())
+		c.feasible = append(c.feasible, ni)
+	}
+	got := compareWithServing("elsewhere", c, nil)
+	if diff := cmp.Diff([]string{"n00", "n01", "n02", "n03", "n04"}, got.nodes); diff != "" {
+		t.Errorf("nodes named (-want +got):\n%s", diff)
+	}
+}
+
+func TestShadowStatsRecord(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var stats ShadowStats
+	pod := func(i int) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name(fmt.Sprintf("p%d", i)).UID(fmt.Sprintf("uid-%d", i)).Node("serving").Obj()
+	}
+	stats.record(pod(0), shadowOutcome{result: metrics.ShadowSameNode}, now)
+	stats.record(pod(1), shadowOutcome{result: metrics.ShadowNoNode, reason: "0/3 nodes are available"}, now)
+	stats.record(pod(2), shadowOutcome{result: metrics.ShadowError, reason: "boom"}, now)
+	for i := 3; i < 3+maxShadowDisagreements; i++ {
+		stats.record(pod(i), shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"other"}}, now.Add(time.Duration(i)*time.Second))
+	}
+	want := ShadowStats{Evaluated: 13, SameNode: 1, NoNode: 1, Errors: 1, OtherNode: maxShadowDisagreements}
+	gotCounts := stats
+	gotCounts.Disagreements = nil
+	if diff := cmp.Diff(want, gotCounts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if len(stats.Disagreements) != maxShadowDisagreements {
+		t.Fatalf("kept %d disagreements, want %d", len(stats.Disagreements), maxShadowDisagreements)
+	}
+	last := 2 + maxShadowDisagreements
+	wantNewest := ShadowDisagreement{
+		Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%d", last)}, UID: types.UID(fmt.Sprintf("uid-%d", last)),
+		ServingNode: "serving", ShadowNodes: []string{"other"}, Time: now.Add(time.Duration(last) * time.Second),
+	}
+	if diff := cmp.Diff(wantNewest, stats.Disagreements[0]); diff != "" {
+		t.Errorf("newest disagreement (-want +got):\n%s", diff)
+	}
+	if got := stats.Disagreements[maxShadowDisagreements-1].Pod.Name; got != "p3" {
+		t.Errorf("oldest disagreement kept is %s, want p3: older ones go first", got)
+	}
+}
+
+func TestShadowOfferNeverBlocks(t *testing.T) {
+	tests := []struct {
+		name                          string
+		burst, queue, offers          int
+		wantQueued, wantOut, wantDrop int
+	}{
+		{name: "within rate and queue", burst: 5, queue: 5, offers: 5, wantQueued: 5},
+		{name: "beyond the rate", burst: 3, queue: 10, offers: 8, wantQueued: 3, wantOut: 5},
+		{name: "beyond the queue", burst: 10, queue: 2, offers: 6, wantQueued: 2, wantDrop: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := metrics.NewUnregistered()
+			sh := &Shadow{
+				// No refill within the test: only the burst is allowed.
+				limiter:          rate.NewLimiter(rate.Every(time.Hour), tt.burst),
+				pods:             make(chan *v1.Pod, tt.queue),
+				sampledOutMetric: m.ShadowSkippedPods.WithLabelValues("s", metrics.ShadowSampledOut),
+				droppedMetric:    m.ShadowSkippedPods.WithLabelValues("s", metrics.ShadowQueueFull),
+			}
+			for i := range tt.offers {
+				sh.offer(st.MakePod().Name(fmt.Sprint(i)).Obj())
+			}
+			got := []int{len(sh.pods), int(sh.sampledOut.Load()), int(sh.dropped.Load())}
+			if diff := cmp.Diff([]int{tt.wantQueued, tt.wantOut, tt.wantDrop}, got); diff != "" {
+				t.Errorf("queued, sampled out, dropped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
