@@ -168,8 +168,10 @@ func (c *checker) checkDocument(ctx context.Context, d document, sum *summary) [
 // schema and rules, then the operator's validation. Each step runs only
 // when the one before passed, as at apply time.
 func (c *checker) checkObject(ctx context.Context, d document, u *unstructured.Unstructured, raw []byte, sum *summary) []finding {
+	// A SchedulingProfile without apiVersion is one kubectl refuses, not
+	// one of another group.
 	gvk := u.GroupVersionKind()
-	if gvk.Group != schedulingv1alpha1.GroupVersion.Group || gvk.Kind != "SchedulingProfile" {
+	if gvk.Kind != "SchedulingProfile" || (gvk.Group != schedulingv1alpha1.GroupVersion.Group && u.GetAPIVersion() != "") {
 		sum.skipped++
 		return nil
 	}
@@ -184,6 +186,9 @@ func (c *checker) checkObject(ctx context.Context, d document, u *unstructured.U
 func (c *checker) check(ctx context.Context, d document, u *unstructured.Unstructured, raw []byte) []finding {
 	name := u.GetName()
 	refuse := func(msg string) []finding { return []finding{{doc: d, profile: name, message: msg}} }
+	if u.GetAPIVersion() == "" {
+		return refuse("apiVersion: Required value: SchedulingProfile is " + schedulingv1alpha1.GroupVersion.String())
+	}
 	if gv := u.GroupVersionKind().GroupVersion(); gv != schedulingv1alpha1.GroupVersion {
 		return refuse(fmt.Sprintf("apiVersion %s is not served: SchedulingProfile is %s", gv, schedulingv1alpha1.GroupVersion))
 	}

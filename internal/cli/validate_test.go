@@ -95,14 +95,16 @@ p.yaml:3: dotted.name: <nil>: Invalid value: metadata.name is used as the schedu
 	}, {
 		name: "apiVersion, name and YAML",
 		files: map[string]string{"p.yaml": strings.Replace(profile("old", ""), "v1alpha1", "v1beta1", 1) + "---\n" +
-			"apiVersion: scheduling.schedprofiles.io/v1alpha1\nkind: SchedulingProfile\nmetadata:\n  generateName: gpu-\n---\nkind: [\n"},
+			"apiVersion: scheduling.schedprofiles.io/v1alpha1\nkind: SchedulingProfile\nmetadata:\n  generateName: gpu-\n---\nkind: [\n---\n" +
+			"kind: SchedulingProfile\nmetadata:\n  name: versionless\n---\napiVersion: other.example/v1\nkind: SchedulingProfile\nmetadata:\n  name: other\n"},
 		args: []string{"p.yaml"},
 		wantOut: `p.yaml:1: old: apiVersion scheduling.schedprofiles.io/v1beta1 is not served: SchedulingProfile is scheduling.schedprofiles.io/v1alpha1
 p.yaml:2: metadata.name: Required value: kubectl apply needs a name
 p.yaml:3: malformed YAML: yaml: line 11: did not find expected node content
+p.yaml:4: versionless: apiVersion: Required value: SchedulingProfile is scheduling.schedprofiles.io/v1alpha1
 `,
 		wantCode:    ExitRefused,
-		wantSummary: "2 SchedulingProfiles checked, 2 refused; 1 documents malformed; 0 documents of other kinds skipped",
+		wantSummary: "3 SchedulingProfiles checked, 3 refused; 1 documents malformed; 1 documents of other kinds skipped",
 	}, {
 		name: "what the operator refuses",
 		files: map[string]string{"p.yaml": profile("default-scheduler", "") + "---\n" + profile("unknown-plugin", `plugins:
