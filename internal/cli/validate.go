@@ -163,10 +163,8 @@ func (c *checker) checkDocument(ctx context.Context, d document, sum *summary) [
 	return c.checkObject(ctx, d, u, data, sum)
 }
 
-// checkObject checks one object of a document, raw its JSON, in the
-// order the API server and the webhook do: strict decoding, the CRD's
-// schema and rules, then the operator's validation. Each step runs only
-// when the one before passed, as at apply time.
+// checkObject checks one object of a document, raw its JSON, when it is
+// a SchedulingProfile, and counts it.
 func (c *checker) checkObject(ctx context.Context, d document, u *unstructured.Unstructured, raw []byte, sum *summary) []finding {
 	// A SchedulingProfile without apiVersion is one kubectl refuses, not
 	// one of another group.
@@ -183,6 +181,10 @@ func (c *checker) checkObject(ctx context.Context, d document, u *unstructured.U
 	return fs
 }
 
+// check judges a SchedulingProfile in the order the API server and the
+// webhook do: strict decoding, the CRD's schema and rules, then the
+// operator's validation. Each step runs only when the one before passed,
+// as at apply time.
 func (c *checker) check(ctx context.Context, d document, u *unstructured.Unstructured, raw []byte) []finding {
 	name := u.GetName()
 	refuse := func(msg string) []finding { return []finding{{doc: d, profile: name, message: msg}} }
