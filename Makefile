@@ -89,8 +89,9 @@ LOCAL_DIR ?= $(LOCALBIN)/local
 LOCAL_ARGS ?=
 
 .PHONY: build-local
-build-local: ## Build profile-scheduler-local and the kubectl plugins into bin/.
+build-local: ## Build profile-scheduler-local, profile-scheduler (for validate and convert) and the kubectl plugins into bin/.
 	go build -o $(LOCALBIN)/profile-scheduler-local ./cmd/profile-scheduler-local
+	go build -o $(LOCALBIN)/profile-scheduler .
 	go build -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
 	go build -o $(LOCALBIN)/kubectl-reject ./cmd/kubectl-reject
 

@@ -1,16 +1,17 @@
 // Command profile-scheduler runs the operator: the controllers that turn
 // SchedulingProfiles into live scheduling-framework instances and mirror pods
 // held at Permit as WaitingPods, and the scheduling loop that uses them.
+// Its subcommands `validate` and `convert` (internal/cli) check and make
+// SchedulingProfile manifests without a cluster.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,9 +24,9 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/cli"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
-	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
 
@@ -59,19 +60,30 @@ type options struct {
 	percentageOfNodesToScore int
 	parallelism              int
 
-	reservedSchedulerNames string
+	// validation decides which profiles may serve; `profile-scheduler
+	// validate` takes the same flags.
+	validation operator.ValidationFlags
 	// ownSchedulerNamePrefixes mark schedulerNames as this operator's
 	// before any profile served them, for the NoProfile event.
 	ownSchedulerNamePrefixes string
 	waitingPodRetention      time.Duration
-
-	// allowedExtenderURLPrefixes and extenderMaxReplyBytes are what
-	// profiles' extenders are allowed (extender.Policy).
-	allowedExtenderURLPrefixes string
-	extenderMaxReplyBytes      int64
 }
 
 func main() {
+	if len(os.Args) > 1 {
+		// The subcommands need no cluster and have flags of their own.
+		s := cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+		switch os.Args[1] {
+		case "validate":
+			os.Exit(cli.Validate(context.Background(), os.Args[2:], s))
+		case "convert":
+			os.Exit(cli.Convert(context.Background(), os.Args[2:], s))
+		}
+	}
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), cli.Usage)
+		flag.PrintDefaults()
+	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
@@ -88,11 +100,9 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server, as kube-scheduler's clientConnection.burst.")
 	flag.IntVar(&o.percentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "Share of the nodes to find feasible before scoring, for profiles that set none; 0 means adaptive, as kube-scheduler's percentageOfNodesToScore.")
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
-	flag.StringVar(&o.reservedSchedulerNames, "reserved-scheduler-names", corev1.DefaultSchedulerName, "Comma-separated schedulerNames no SchedulingProfile may serve, because another scheduler does.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
 	flag.StringVar(&o.ownSchedulerNamePrefixes, "own-scheduler-name-prefixes", "", "Comma-separated schedulerName prefixes that are this operator's: a pending pod with such a schedulerName that no SchedulingProfile serves gets a NoProfile event, as do pods of names a profile served since the operator started. Empty means only the latter.")
-	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows its scheme's default port, one whose host ends in :* (http://127.0.0.1:*) every port. Empty refuses every profile with extenders.")
-	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers (at most 64 MiB, and no reply is read past 64 MiB); a larger reply is refused.")
+	o.validation.AddFlags(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -156,7 +166,7 @@ func run(o options) error {
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Registry:               plugins.NewInTreeRegistry(),
-		ReservedSchedulerNames: splitNames(o.reservedSchedulerNames),
+		ReservedSchedulerNames: o.validation.Reserved(),
 		WaitingPodRetention:    o.waitingPodRetention,
 		Scheduler:              schedOpts,
 		// The registry the manager serves on /metrics.
@@ -173,30 +183,17 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if o.percentageOfNodesToScore < 0 || o.percentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("--percentage-of-nodes-to-score must be between 0 and 100, got %d", o.percentageOfNodesToScore)
 	}
-	if o.extenderMaxReplyBytes <= 0 || o.extenderMaxReplyBytes > extender.MaxReplyBytesCap {
-		return nil, fmt.Errorf("--extender-max-reply-bytes must be between 1 and %d, got %d", extender.MaxReplyBytesCap, o.extenderMaxReplyBytes)
-	}
-	policy, err := extender.NewPolicy(splitNames(o.allowedExtenderURLPrefixes), o.extenderMaxReplyBytes)
+	policy, err := o.validation.ExtenderPolicy()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", extender.AllowedURLPrefixesFlag, err)
+		return nil, err
 	}
 	opts := []scheduler.Option{
 		scheduler.WithParallelism(o.parallelism),
 		scheduler.WithExtenderPolicy(policy),
-		scheduler.WithOwnSchedulerNamePrefixes(splitNames(o.ownSchedulerNamePrefixes)...),
+		scheduler.WithOwnSchedulerNamePrefixes(operator.SplitList(o.ownSchedulerNamePrefixes)...),
 	}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
 	}
 	return opts, nil
-}
-
-func splitNames(list string) []string {
-	var names []string
-	for name := range strings.SplitSeq(list, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			names = append(names, name)
-		}
-	}
-	return names
 }

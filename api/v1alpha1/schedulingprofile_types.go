@@ -367,7 +367,7 @@ const (
 // +kubebuilder:printcolumn:name="SameNode",type=integer,priority=1,JSONPath=`.status.shadow.sameNode`,description="Placements the shadow agrees with"
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the current generation serves or not"
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
-// +kubebuilder:validation:XValidation:rule="has(self.spec.schedulerName) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.schedulerName)) || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",message="metadata.name is used as the schedulerName when spec.schedulerName is unset, so it must then be a DNS-1123 label"
 type SchedulingProfile struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

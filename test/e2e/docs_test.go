@@ -1,14 +1,18 @@
 package e2e_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/schedprofiles/profile-scheduler/internal/cli"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -73,5 +77,25 @@ func TestInstallListsSampleProfiles(t *testing.T) {
 	}
 	if diff := cmp.Diff(applied, documented, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("profiles in docs/install.md (-applied +documented):\n%s", diff)
+	}
+}
+
+// TestValidateExample keeps docs/validate.md's example true: validate's
+// output on the policy directory it describes, line for line.
+func TestValidateExample(t *testing.T) {
+	root := testenv.RepoRoot()
+	data, err := os.ReadFile(filepath.Join(root, "docs", "validate.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(root, "internal", "cli", "testdata"))
+	var stdout, stderr bytes.Buffer
+	if code := cli.Validate(context.Background(), []string{"policy/"}, cli.Streams{In: strings.NewReader(""), Out: &stdout, Err: &stderr}); code != cli.ExitRefused {
+		t.Errorf("exit code %d, want %d", code, cli.ExitRefused)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()+stderr.String()), "\n") {
+		if !strings.Contains(string(data), "\n"+line+"\n") {
+			t.Errorf("docs/validate.md does not show the line\n%s", line)
+		}
 	}
 }

@@ -73,6 +73,9 @@ var walkthrough = []step{
 		Expect(out).To(MatchRegexp(`web-0\s+1/1\s+Running`))
 		Expect(nodesOf(out)).To(HaveLen(3), "the default profile (LeastAllocated) spreads the pods:\n%s", out)
 	}},
+	{"profile-scheduler validate config/samples/", func(out string) {
+		Expect(out).To(BeEmpty(), "the sample profiles pass: no finding")
+	}},
 	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"pluginConfig":[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]}}'`, contains("patched")},
 	{"kubectl wait schedulingprofile/profile-scheduler --for=jsonpath='{.status.servingGeneration}'=2", contains("condition met")},
 	{"kubectl apply -f config/samples/pods/batch.yaml", contains("pod/batch-2 created")},
