@@ -151,7 +151,7 @@ pluginConfig:
 		for _, e := range events.Items {
 			Expect(e.ReportingController).NotTo(Equal("shadow-spread"), "event %s/%s: %s", e.Reason, e.Regarding.Name, e.Note)
 		}
-		Expect(kubectlOK("get", "schedulingprofile", "shadow-spread", "-o", "wide")).To(MatchRegexp(`shadow-spread\s+(<none>\s+)?True\s+False\s+\S+\s+1\s+(<none>\s+)?shadow-serving\s+5\s+%d\s+Built\s`, wantSame))
+		Expect(kubectlOK("get", "schedulingprofile", "shadow-spread", "-o", "wide")).To(MatchRegexp(`shadow-spread\s+(<none>\s+)?True\s+True\s+False\s+\S+\s+1\s+(<none>\s+)?shadow-serving\s+5\s+%d\s+Shadowing\s`, wantSame))
 
 		// Deleting the shadow removes its series; the serving profile
 		// goes on.
