@@ -23,6 +23,7 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -56,6 +57,11 @@ type Options struct {
 	// only). Empty means the namespace of the service account it runs as,
 	// or default outside a cluster.
 	Namespace string
+	// AdmissionWebhook serves the SchedulingProfile validating webhook
+	// on the manager's webhook server, on every replica. The server's
+	// certificate is the caller's to set up (webhook.Certificates, or a
+	// mounted directory).
+	AdmissionWebhook bool
 }
 
 // Operator is what Setup built, for callers that need to look inside.
@@ -167,6 +173,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		Namespace:              namespace,
 		Client:                 clientset,
 	})
+	if o.AdmissionWebhook {
+		if err := webhook.Register(mgr, validator, mgr.GetCache()); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
 	return &Operator{Scheduler: sched, Profiles: sched.Profiles(), Validator: validator}, nil
 }
 
