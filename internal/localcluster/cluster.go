@@ -31,6 +31,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -73,6 +74,10 @@ type Options struct {
 	// ControllerManagerOutput receives kube-controller-manager's logs;
 	// nil discards them.
 	ControllerManagerOutput io.Writer
+	// Webhooks are files of admission webhook configurations to install,
+	// rewritten to call a server on loopback with a certificate of a CA
+	// generated for the run: serve them with WebhookServer.
+	Webhooks []string
 	// Dir is where the cluster keeps everything it writes: etcd's data,
 	// the serving and client certificates with their private keys, the
 	// launchers and process ids. It must not exist; Start creates it and
@@ -196,6 +201,7 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 		env.CRDDirectoryPaths = []string{o.CRDDir}
 		env.ErrorIfCRDPathMissing = true
 	}
+	env.WebhookInstallOptions.Paths = o.Webhooks
 	api := env.ControlPlane.GetAPIServer()
 	// envtest binds the secure port to 127.0.0.1 already; say so
 	// explicitly, as the address is what keeps the cluster private.
@@ -210,6 +216,21 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 	}
 	c.Clientset, err = kubernetes.NewForConfig(c.Config)
 	return err
+}
+
+// WebhookServer serves the webhooks of Options.Webhooks where the cluster
+// calls them; nil when there are none.
+func (c *Cluster) WebhookServer() webhook.Server {
+	if len(c.env.WebhookInstallOptions.ValidatingWebhooks)+len(c.env.WebhookInstallOptions.MutatingWebhooks) == 0 {
+		return nil
+	}
+	return WebhookServer(&c.env.WebhookInstallOptions)
+}
+
+// WebhookServer serves at the loopback address, and with the certificate,
+// that envtest installed webhook configurations for.
+func WebhookServer(o *envtest.WebhookInstallOptions) webhook.Server {
+	return webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
 }
 
 func (c *Cluster) pidFile(name string) string { return filepath.Join(c.dir, name+".pid") }

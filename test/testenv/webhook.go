@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
 
 // WebhookConfiguration is the ValidatingWebhookConfiguration `make
@@ -47,6 +49,5 @@ func InstallWebhook(env *envtest.Environment, selector *metav1.LabelSelector) er
 // WebhookServer serves at the address and with the certificate env
 // installed the webhook for.
 func WebhookServer(env *envtest.Environment) ctrlwebhook.Server {
-	o := &env.WebhookInstallOptions
-	return ctrlwebhook.NewServer(ctrlwebhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
+	return localcluster.WebhookServer(&env.WebhookInstallOptions)
 }
