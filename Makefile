@@ -74,8 +74,8 @@ install-kubectl-plugins: build ## Install kubectl-approve and kubectl-reject int
 	install -m 0755 $(LOCALBIN)/kubectl-approve $(LOCALBIN)/kubectl-reject $(PREFIX)/bin/
 
 .PHONY: run
-run: manifests generate fmt vet ## Run the operator against the cluster of the current kubeconfig.
-	go run . $(ARGS)
+run: manifests generate fmt vet ## Run the operator against the cluster of the current kubeconfig (admission webhook off: the API server cannot call this machine).
+	go run . --webhook-port=0 $(ARGS)
 
 .PHONY: install
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.

@@ -73,6 +73,8 @@ var walkthrough = []step{
 		Expect(out).To(MatchRegexp(`web-0\s+1/1\s+Running`))
 		Expect(nodesOf(out)).To(HaveLen(3), "the default profile (LeastAllocated) spreads the pods:\n%s", out)
 	}},
+	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"plugins":{"filter":{"enabled":[{"name":"NoSuchPlugin"}]}}}}' 2>&1 | grep 'denied the request'`,
+		contains(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile profile-scheduler cannot be built: Filter plugin "NoSuchPlugin": no such plugin is registered`)},
 	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"pluginConfig":[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]}}'`, contains("patched")},
 	{"kubectl wait schedulingprofile/profile-scheduler --for=jsonpath='{.status.servingGeneration}'=2", contains("condition met")},
 	{"kubectl apply -f config/samples/pods/batch.yaml", contains("pod/batch-2 created")},
