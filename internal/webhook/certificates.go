@@ -148,17 +148,17 @@ func (c *Certificates) Start(ctx context.Context) error {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6, Cap: checkInterval}
 	next := backoff
 	for {
-		wait := checkInterval
+		delay := checkInterval
 		if err := c.sync(ctx); err != nil {
 			logger.Error(err, "Keeping the webhook's certificate", "secret", c.o.Secret, "webhookConfiguration", c.o.WebhookConfiguration)
-			wait = next.Step()
+			delay = next.Step()
 		} else {
 			next = backoff
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.clock.After(wait):
+		case <-c.clock.After(delay):
 		}
 	}
 }

@@ -3,9 +3,12 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -145,7 +148,7 @@ var _ = Describe("The admission webhook", func() {
 		Expect(getProfile("outgrown").Generation).To(BeEquivalentTo(1))
 	})
 
-	It("refuses every change while no replica answers, and what serves stays", func() {
+	It("refuses every change while no replica answers or the call times out, and what serves stays", func() {
 		nodes("steady", 1, "4", "8Gi")
 		apply("steady", judgedManifest("steady", fitScoring("MostAllocated")))
 		serving("steady")
@@ -163,6 +166,33 @@ var _ = Describe("The admission webhook", func() {
 		Expect(code).NotTo(BeZero())
 		Expect(stderr).To(ContainSubstring(`failed calling webhook "vschedulingprofile.scheduling.schedprofiles.io"`))
 		profileAbsent("while-down")
+
+		By("timing out on a server that accepts connections and never answers")
+		hung, err := net.Listen("tcp", net.JoinHostPort(env.WebhookInstallOptions.LocalServingHost, strconv.Itoa(env.WebhookInstallOptions.LocalServingPort)))
+		Expect(err).NotTo(HaveOccurred())
+		var conns []net.Conn
+		accepted := make(chan struct{})
+		go func() {
+			defer close(accepted)
+			for {
+				c, err := hung.Accept()
+				if err != nil {
+					return
+				}
+				conns = append(conns, c)
+			}
+		}()
+		start := time.Now()
+		_, stderr, code = applyResult("steady", judgedManifest("steady", fitScoring("LeastAllocated")))
+		Expect(code).NotTo(BeZero())
+		Expect(stderr).To(ContainSubstring(`failed calling webhook "vschedulingprofile.scheduling.schedprofiles.io"`))
+		Expect(stderr).To(ContainSubstring("timeout=10s"))
+		Expect(time.Since(start)).To(BeNumerically(">=", 10*time.Second))
+		Expect(hung.Close()).To(Succeed())
+		<-accepted
+		for _, c := range conns {
+			Expect(c.Close()).To(Succeed())
+		}
 
 		startOperator()
 		Eventually(func() bool { return op.Profiles.Get("steady") != nil }).Should(BeTrue())
