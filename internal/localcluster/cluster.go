@@ -214,8 +214,37 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
+	if err := c.keepWebhookCerts(); err != nil {
+		return err
+	}
 	c.Clientset, err = kubernetes.NewForConfig(c.Config)
 	return err
+}
+
+// keepWebhookCerts moves the webhook serving certificate and key envtest
+// wrote into a temporary directory of its own to the cluster's private
+// directory, so that a run killed outright leaves its key there, where the
+// next run removes it, rather than in the system's temporary directory.
+func (c *Cluster) keepWebhookCerts() error {
+	o := &c.env.WebhookInstallOptions
+	dir := filepath.Join(c.dir, "webhook-certs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(o.LocalServingCertDir, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(o.LocalServingCertDir); err != nil {
+		return err
+	}
+	o.LocalServingCertDir = dir
+	return nil
 }
 
 // WebhookServer serves the webhooks of Options.Webhooks where the cluster
