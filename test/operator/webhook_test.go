@@ -90,6 +90,18 @@ var _ = Describe("The admission webhook", func() {
   filterVerb: filter`),
 	)
 
+	It("leaves a malformed manifest and an unknown field of the object to kubectl and the API server", func() {
+		_, stderr, code := applyResult("malformed", judgedManifest("malformed", "plugins: [unclosed"))
+		Expect(code).NotTo(BeZero())
+		Expect(stderr).To(ContainSubstring("error converting YAML to JSON"))
+		profileAbsent("malformed")
+		// kubectl asks for strict field validation by default.
+		_, stderr, code = applyResult("unknown-field", judgedManifest("unknown-field", "pluginz: {}"))
+		Expect(code).NotTo(BeZero())
+		Expect(stderr).To(ContainSubstring(`unknown field "spec.pluginz"`))
+		profileAbsent("unknown-field")
+	})
+
 	It("refuses a spec over the size limit, as status does", func() {
 		huge := largeProfile("huge-judged", validation.MaxSpecBytes+50_000)
 		huge.Labels = map[string]string{webhookLabel: "true"}
