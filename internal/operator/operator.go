@@ -1,6 +1,7 @@
 // Package operator wires profile-scheduler together on one controller-runtime
 // manager: the scheduling loop, the SchedulingProfile and WaitingPod
-// controllers, and the mirror that shows pods held at Permit as WaitingPods.
+// controllers, the mirror that shows pods held at Permit as WaitingPods, and
+// the SchedulingProfile admission webhook.
 // main.go and the integration suites both use it, so the suites run exactly
 // what ships.
 package operator
