@@ -54,8 +54,9 @@ var _ = Describe("The admission webhook", func() {
 
 	// Each spec is applied twice: unlabelled, the webhook lets it through
 	// and the controller refuses it in status; labelled, the webhook
-	// refuses it at apply with the same message.
-	DescribeTable("refuses at apply an invalid profile with the message its status would show",
+	// refuses it at apply, server-side dry run and diff with the same
+	// message.
+	DescribeTable("refuses at apply, dry run and diff an invalid profile with the message its status would show",
 		func(name, spec string) {
 			apply(name+"-status", profileManifest(name+"-status", "schedulerName: "+name+"\n"+spec))
 			Eventually(profileCondition(name+"-status", schedulingv1alpha1.ProfileAccepted)).Should(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec))
@@ -71,6 +72,11 @@ var _ = Describe("The admission webhook", func() {
 			Expect(code).NotTo(BeZero())
 			Expect(stderr).To(ContainSubstring(want))
 			profileAbsent(name)
+			// kubectl diff dry-runs the apply on the server.
+			r, err := kubectl.Run("diff", "-f", filepath.Join(manifests, name+".yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(r.Code).To(BeNumerically(">", 1), "kubectl diff reports an error, not a difference")
+			Expect(r.Stderr).To(ContainSubstring(want))
 		},
 		Entry("an unknown plugin", "unknown-plugin", `plugins:
   filter:
