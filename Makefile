@@ -27,8 +27,8 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and the webhook configuration into config/.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
@@ -74,8 +74,8 @@ install-kubectl-plugins: build ## Install kubectl-approve and kubectl-reject int
 	install -m 0755 $(LOCALBIN)/kubectl-approve $(LOCALBIN)/kubectl-reject $(PREFIX)/bin/
 
 .PHONY: run
-run: manifests generate fmt vet ## Run the operator against the cluster of the current kubeconfig.
-	go run . $(ARGS)
+run: manifests generate fmt vet ## Run the operator against the cluster of the current kubeconfig (admission webhook off: the API server cannot call this machine).
+	go run . --webhook-port=0 $(ARGS)
 
 .PHONY: install
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.

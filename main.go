@@ -7,12 +7,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -21,11 +23,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/internal/cli"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 )
@@ -67,6 +72,16 @@ type options struct {
 	// before any profile served them, for the NoProfile event.
 	ownSchedulerNamePrefixes string
 	waitingPodRetention      time.Duration
+
+	// webhookPort serves the admission webhook; 0 turns it off.
+	webhookPort int
+	// webhookCertDir holds a mounted serving certificate; empty means
+	// the operator keeps its own in webhookCertSecret and puts its CA in
+	// webhookConfiguration, for webhookService's DNS names.
+	webhookCertDir       string
+	webhookCertSecret    string
+	webhookConfiguration string
+	webhookService       string
 }
 
 func main() {
@@ -103,6 +118,11 @@ func main() {
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
 	flag.StringVar(&o.ownSchedulerNamePrefixes, "own-scheduler-name-prefixes", "", "Comma-separated schedulerName prefixes that are this operator's: a pending pod with such a schedulerName that no SchedulingProfile serves gets a NoProfile event, as do pods of names a profile served since the operator started. Empty means only the latter.")
 	o.validation.AddFlags(flag.CommandLine)
+	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the SchedulingProfile validating admission webhook listens on, on every replica; 0 turns the webhook off (out of a cluster, where the API server cannot call it).")
+	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory holding tls.crt and tls.key for the webhook, reloaded when they change (cert-manager's, mounted); empty means the operator keeps its own CA and certificate in --webhook-cert-secret and the CA in --webhook-configuration's caBundle.")
+	flag.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "profile-scheduler-webhook-cert", "Secret in the operator's namespace where it keeps the webhook's CA and certificate, when --webhook-cert-dir is empty.")
+	flag.StringVar(&o.webhookConfiguration, "webhook-configuration", "profile-scheduler-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps, when --webhook-cert-dir is empty.")
+	flag.StringVar(&o.webhookService, "webhook-service", "profile-scheduler-webhook-service", "Service in the operator's namespace the API server calls the webhook through: the certificate's DNS names, when --webhook-cert-dir is empty.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -149,6 +169,13 @@ func run(o options) error {
 		// once lets a standby take over without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
 	}
+	// Before the fence: standbys serve the webhook and may be first to
+	// write its certificate.
+	webhookServer, certs, err := webhookServing(rest.CopyConfig(cfg), o)
+	if err != nil {
+		return err
+	}
+	mgrOpts.WebhookServer = webhookServer
 	if o.leaderElect {
 		// Every write but the Lease's own goes through the fence, which
 		// closes once the Lease has not been renewed within the renew
@@ -163,8 +190,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if certs != nil {
+		if err := certs.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	ctx := klog.NewContext(ctrl.SetupSignalHandler(), ctrl.Log)
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
+		AdmissionWebhook:       o.webhookPort != 0,
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: o.validation.Reserved(),
 		WaitingPodRetention:    o.waitingPodRetention,
@@ -176,6 +209,30 @@ func run(o options) error {
 	}
 	ctrl.Log.WithName("setup").Info("Starting manager")
 	return mgr.Start(ctx)
+}
+
+// webhookServing returns the admission webhook's server, nil when it is
+// off, and the Certificates that keep its certificate, nil when it reads
+// mounted ones.
+func webhookServing(cfg *rest.Config, o options) (ctrlwebhook.Server, *webhook.Certificates, error) {
+	if o.webhookPort == 0 {
+		return nil, nil, nil
+	}
+	serverOpts := ctrlwebhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir}
+	if o.webhookCertDir != "" {
+		return ctrlwebhook.NewServer(serverOpts), nil, nil
+	}
+	namespace := controllers.OperatorNamespace()
+	certs, err := webhook.NewCertificates(cfg, webhook.CertificateOptions{
+		Secret:               types.NamespacedName{Namespace: namespace, Name: o.webhookCertSecret},
+		WebhookConfiguration: o.webhookConfiguration,
+		Hosts:                webhook.ServiceHosts(o.webhookService, namespace),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	serverOpts.TLSOpts = []func(*tls.Config){certs.TLS}
+	return ctrlwebhook.NewServer(serverOpts), certs, nil
 }
 
 // schedulerOptions turns the loop's flags into scheduler options.

@@ -401,19 +401,12 @@ func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulin
 		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || validation.SchedulerName(other) != name {
 			continue
 		}
-		if older(other, sp) {
+		if validation.Older(other, sp) {
 			return schedulingv1alpha1.ReasonSchedulerNameConflict,
 				fmt.Sprintf("schedulerName %s is claimed by the older SchedulingProfile %s", name, other.Name), nil
 		}
 	}
 	return "", "", nil
-}
-
-func older(a, b *schedulingv1alpha1.SchedulingProfile) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // publish makes fwk serve sp.schedulerName for objName. When the name passes

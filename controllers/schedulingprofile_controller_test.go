@@ -476,7 +476,7 @@ func TestOlder(t *testing.T) {
 		{name: "same time, name second", a: at("b", 0), b: at("a", 0)},
 		{name: "itself", a: at("a", 0), b: at("a", 0)},
 	} {
-		if got := older(tc.a, tc.b); got != tc.want {
+		if got := validation.Older(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: older = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
@@ -189,7 +190,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		CRDDir:            filepath.Join(o.configDir, "crd", "bases"),
 		ControllerManager: len(controllers) > 0,
 		Controllers:       controllers,
-		Dir:               clusterDir,
+		// The admission webhook, as config/webhook installs it, calling
+		// the operator in this process.
+		Webhooks: []string{filepath.Join(o.configDir, "webhook", "manifests.yaml")},
+		Dir:      clusterDir,
 	})
 	if err != nil {
 		_ = os.Remove(stateFile)
@@ -261,13 +265,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		log.Info("Started the simulated local-volume provisioner", "provisioner", localcluster.SimulatedProvisionerName)
 	}
 
-	mgr, err := newManager(runCtx, cluster.Config, o)
+	mgr, err := newManager(runCtx, cluster.Config, cluster.WebhookServer(), o)
 	if err != nil {
 		return err
 	}
 	mgrErr := make(chan error, 1)
 	background = append(background, goDone(func() { mgrErr <- mgr.Start(runCtx) }))
 
+	// The webhook refuses every profile until it serves (failurePolicy
+	// Fail), the samples included.
+	if err := waitWebhook(runCtx, mgr, mgrErr); err != nil {
+		return err
+	}
 	var profiles []string
 	if o.samples {
 		objs, err := localcluster.ReadManifests(filepath.Join(o.configDir, "samples"))
@@ -322,7 +331,7 @@ func removeLeftovers(log logr.Logger, clusterDir, kubeconfig string) error {
 }
 
 // newManager wires the operator as main.go does, on loopback.
-func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager, error) {
+func newManager(ctx context.Context, base *rest.Config, webhookServer webhook.Server, o options) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS = float32(o.qps)
 	cfg.Burst = o.burst
@@ -336,6 +345,7 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 		Scheme:                 localcluster.Scheme(),
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
+		WebhookServer:          webhookServer,
 	})
 	if err != nil {
 		return nil, err
@@ -351,10 +361,31 @@ func newManager(ctx context.Context, base *rest.Config, o options) (ctrl.Manager
 		Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
 		// The registry the manager serves on /metrics.
 		MetricsRegisterer: ctrlmetrics.Registry,
+		AdmissionWebhook:  true,
 	}); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// waitWebhook waits until the operator's webhook server listens.
+func waitWebhook(ctx context.Context, mgr ctrl.Manager, mgrErr <-chan error) error {
+	started := mgr.GetWebhookServer().StartedChecker()
+	deadline := time.After(time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for started(nil) != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-mgrErr:
+			return fmt.Errorf("operator stopped: %w", err)
+		case <-deadline:
+			return fmt.Errorf("the admission webhook does not answer after a minute: %w", started(nil))
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // waitActive waits until every named profile serves its current generation.

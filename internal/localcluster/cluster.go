@@ -31,6 +31,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -73,6 +74,10 @@ type Options struct {
 	// ControllerManagerOutput receives kube-controller-manager's logs;
 	// nil discards them.
 	ControllerManagerOutput io.Writer
+	// Webhooks are files of admission webhook configurations to install,
+	// rewritten to call a server on loopback with a certificate of a CA
+	// generated for the run: serve them with WebhookServer.
+	Webhooks []string
 	// Dir is where the cluster keeps everything it writes: etcd's data,
 	// the serving and client certificates with their private keys, the
 	// launchers and process ids. It must not exist; Start creates it and
@@ -196,6 +201,7 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 		env.CRDDirectoryPaths = []string{o.CRDDir}
 		env.ErrorIfCRDPathMissing = true
 	}
+	env.WebhookInstallOptions.Paths = o.Webhooks
 	api := env.ControlPlane.GetAPIServer()
 	// envtest binds the secure port to 127.0.0.1 already; say so
 	// explicitly, as the address is what keeps the cluster private.
@@ -208,8 +214,52 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 	if err != nil {
 		return fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
+	if err := c.keepWebhookCerts(); err != nil {
+		return err
+	}
 	c.Clientset, err = kubernetes.NewForConfig(c.Config)
 	return err
+}
+
+// keepWebhookCerts moves the webhook serving certificate and key envtest
+// wrote into a temporary directory of its own to the cluster's private
+// directory, so that a run killed outright leaves its key there, where the
+// next run removes it, rather than in the system's temporary directory.
+func (c *Cluster) keepWebhookCerts() error {
+	o := &c.env.WebhookInstallOptions
+	dir := filepath.Join(c.dir, "webhook-certs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(o.LocalServingCertDir, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(o.LocalServingCertDir); err != nil {
+		return err
+	}
+	o.LocalServingCertDir = dir
+	return nil
+}
+
+// WebhookServer serves the webhooks of Options.Webhooks where the cluster
+// calls them; nil when there are none.
+func (c *Cluster) WebhookServer() webhook.Server {
+	if len(c.env.WebhookInstallOptions.ValidatingWebhooks)+len(c.env.WebhookInstallOptions.MutatingWebhooks) == 0 {
+		return nil
+	}
+	return WebhookServer(&c.env.WebhookInstallOptions)
+}
+
+// WebhookServer serves at the loopback address, and with the certificate,
+// that envtest installed webhook configurations for.
+func WebhookServer(o *envtest.WebhookInstallOptions) webhook.Server {
+	return webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
 }
 
 func (c *Cluster) pidFile(name string) string { return filepath.Join(c.dir, name+".pid") }

@@ -1,6 +1,7 @@
 // Package operator wires profile-scheduler together on one controller-runtime
 // manager: the scheduling loop, the SchedulingProfile and WaitingPod
-// controllers, and the mirror that shows pods held at Permit as WaitingPods.
+// controllers, the mirror that shows pods held at Permit as WaitingPods, and
+// the SchedulingProfile admission webhook.
 // main.go and the integration suites both use it, so the suites run exactly
 // what ships.
 package operator
@@ -23,6 +24,7 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -59,6 +61,11 @@ type Options struct {
 	// ShadowStatusPeriod is how often shadow profiles' counts are written
 	// to their status at most (controllers.DefaultShadowStatusPeriod when 0).
 	ShadowStatusPeriod time.Duration
+	// AdmissionWebhook serves the SchedulingProfile validating webhook
+	// on the manager's webhook server, on every replica. The server's
+	// certificate is the caller's to set up (webhook.Certificates, or a
+	// mounted directory).
+	AdmissionWebhook bool
 }
 
 // Operator is what Setup built, for callers that need to look inside.
@@ -172,6 +179,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		Namespace:              namespace,
 		Client:                 clientset,
 	})
+	if o.AdmissionWebhook {
+		if err := webhook.Register(mgr, validator, mgr.GetCache()); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
 	return &Operator{Scheduler: sched, Profiles: sched.Profiles(), Validator: validator}, nil
 }
 

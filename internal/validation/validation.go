@@ -54,6 +54,17 @@ func SchedulerName(sp *schedulingv1alpha1.SchedulingProfile) string {
 	return sp.Name
 }
 
+// Older says whether a claims a schedulerName before b: it was created
+// first, or in the same second with a name that sorts first. The oldest
+// claimant serves the name, whether or not its spec is valid, so a name
+// never flaps between objects as specs change.
+func Older(a, b *schedulingv1alpha1.SchedulingProfile) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
 // ReservedName refuses a schedulerName that another scheduler serves.
 func ReservedName(name string) *Refusal {
 	return &Refusal{

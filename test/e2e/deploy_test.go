@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,15 +27,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
@@ -45,6 +50,9 @@ const (
 	approverRole      = "profile-scheduler-approver"
 	metricsReaderRole = "profile-scheduler-metrics-reader"
 	leaseName         = "profile-scheduler.scheduling.schedprofiles.io"
+	webhookConfig     = "profile-scheduler-validating-webhook-configuration"
+	webhookCertSecret = "profile-scheduler-webhook-cert"
+	webhookPath       = "/validate-scheduling-schedprofiles-io-v1alpha1-schedulingprofile"
 )
 
 var _ = Describe("Installing with config/default", Ordered, func() {
@@ -221,9 +229,28 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		metricsOptions, err := operator.MetricsServer(metricsAddr, true, "", true)
 		Expect(err).NotTo(HaveOccurred())
+		// The API server here reaches no Service, so the installed
+		// webhook configuration is pointed at this process; the rest of
+		// it (rules, failure policy, timeout) and the certificate the
+		// operator keeps, under the installed RBAC, are as deployed.
+		webhookAddr, err := testenv.FreeLoopbackAddress()
+		Expect(err).NotTo(HaveOccurred())
+		_, webhookPort, err := net.SplitHostPort(webhookAddr)
+		Expect(err).NotTo(HaveOccurred())
+		kubectlOK(kubectl, "patch", "validatingwebhookconfiguration", webhookConfig, "--type=json", "-p",
+			`[{"op":"remove","path":"/webhooks/0/clientConfig/service"},{"op":"add","path":"/webhooks/0/clientConfig/url","value":"https://localhost:`+webhookPort+webhookPath+`"}]`)
+		certs, err := webhook.NewCertificates(operatorConfig(), webhook.CertificateOptions{
+			Secret:               types.NamespacedName{Namespace: deployNamespace, Name: webhookCertSecret},
+			WebhookConfiguration: webhookConfig,
+			Hosts:                []string{"localhost"},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		port, err := strconv.Atoi(webhookPort)
+		Expect(err).NotTo(HaveOccurred())
 		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
 			Scheme:                        localcluster.Scheme(),
 			Metrics:                       metricsOptions,
+			WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){certs.TLS}}),
 			HealthProbeBindAddress:        "0",
 			LeaderElection:                true,
 			LeaderElectionID:              leaseName,
@@ -232,10 +259,12 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		opCtx, cancel := context.WithCancel(ctx)
+		Expect(certs.SetupWithManager(mgr)).To(Succeed())
 		_, err = operator.Setup(opCtx, mgr, operator.Options{
 			Registry:               plugins.NewInTreeRegistry(),
 			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 			Namespace:              deployNamespace,
+			AdmissionWebhook:       true,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		done := make(chan struct{})
@@ -245,6 +274,27 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 			Expect(mgr.Start(opCtx)).To(Succeed())
 		}()
 		DeferCleanup(func() { cancel(); <-done })
+
+		By("refusing an invalid profile at apply, once the operator serves a certificate the API server trusts")
+		Eventually(func() error { return certs.Ready(nil) }).Should(Succeed())
+		Expect(kubectlOK(kubectl, "get", "secret", "-n", deployNamespace, webhookCertSecret, "-o", "go-template={{range $k, $v := .data}}{{$k}} {{end}}")).To(Equal("ca.crt ca.key tls.crt tls.key "))
+		invalid := filepath.Join(dir, "invalid-profile.yaml")
+		Expect(os.WriteFile(invalid, []byte(`apiVersion: scheduling.schedprofiles.io/v1alpha1
+kind: SchedulingProfile
+metadata:
+  name: invalid
+spec:
+  plugins:
+    filter:
+      enabled:
+      - name: NoSuchPlugin
+`), 0o644)).To(Succeed())
+		for _, args := range [][]string{{"apply", "--dry-run=server", "-f", invalid}, {"apply", "-f", invalid}} {
+			r, err := kubectl.Run(args...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(r.Code).NotTo(BeZero())
+			Expect(r.Stderr).To(ContainSubstring(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile invalid cannot be built: Filter plugin "NoSuchPlugin": no such plugin is registered`))
+		}
 
 		Expect(localcluster.CreateNodes(ctx, cluster.Clientset, localcluster.Nodes("node", 3, localcluster.Standard), 3)).To(Succeed())
 		kubectlOK(kubectl, "apply", "-k", config("samples"))
@@ -342,6 +392,16 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(http.StatusOK))
 		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("shows no diff for the certificate the operator wrote and the caBundle it set", func() {
+		// Back to the Service, as installed; the caBundle stays.
+		kubectlOK(kubectl, "patch", "validatingwebhookconfiguration", webhookConfig, "--type=json", "-p",
+			`[{"op":"remove","path":"/webhooks/0/clientConfig/url"},{"op":"add","path":"/webhooks/0/clientConfig/service","value":{"name":"profile-scheduler-webhook-service","namespace":"`+deployNamespace+`","path":"`+webhookPath+`","port":443}}]`)
+		Expect(kubectlOK(kubectl, "get", "validatingwebhookconfiguration", webhookConfig, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}")).NotTo(BeEmpty())
+		r, err := kubectl.Run("diff", "--server-side", "-k", config("default"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(BeZero(), "the installed objects differ from config/default:\n%s%s", r.Stdout, r.Stderr)
 	})
 
 	It("keeps the operator's Leases and ControllerRevisions to its own namespace", func() {

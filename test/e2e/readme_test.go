@@ -76,14 +76,28 @@ var walkthrough = []step{
 	{"profile-scheduler validate config/samples/", func(out string) {
 		Expect(out).To(BeEmpty(), "the sample profiles pass: no finding")
 	}},
+	// The same reason offline, from the dry run and at apply time.
+	{badPatch + ` --dry-run=client -o yaml | profile-scheduler validate - 2>&1 | grep NoSuchPlugin`,
+		contains(`<stdin>:1: profile-scheduler: ` + noSuchPlugin)},
+	{badPatch + ` --dry-run=server 2>&1 | grep 'denied the request'`,
+		contains(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile profile-scheduler ` + noSuchPlugin)},
+	{badPatch + ` 2>&1 | grep 'denied the request'`,
+		contains(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile profile-scheduler ` + noSuchPlugin)},
 	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"pluginConfig":[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]}}'`, contains("patched")},
-	{"kubectl wait schedulingprofile/profile-scheduler --for=jsonpath='{.status.servingGeneration}'=2", contains("condition met")},
+	{"kubectl wait schedulingprofile/profile-scheduler --for=condition=Ready", contains("condition met")},
+	{"kubectl apply -f config/samples/shadow/spread-shadow.yaml", contains("schedulingprofile.scheduling.schedprofiles.io/spread-shadow created")},
+	{"kubectl wait schedulingprofile/spread-shadow --for=condition=Ready", contains("condition met")},
 	{"kubectl apply -f config/samples/pods/batch.yaml", contains("pod/batch-2 created")},
 	{"kubectl wait --for=condition=Ready pods -l app=batch", func(out string) {
 		Expect(strings.Count(out, "condition met")).To(Equal(3))
 	}},
 	{"kubectl get pods -l app=batch -o wide", func(out string) {
 		Expect(nodesOf(out)).To(HaveLen(1), "the profile now packs pods (MostAllocated):\n%s", out)
+	}},
+	{"kubectl wait schedulingprofile/spread-shadow --for=jsonpath='{.status.shadow.evaluated}'=3 --timeout=60s", contains("condition met")},
+	{"kubectl get schedulingprofile spread-shadow -o wide", func(out string) {
+		// A shadow claims no schedulerName and serves no generation.
+		Expect(out).To(MatchRegexp(`(?m)^spread-shadow\s+(<none>\s+)?True\s+True\s+False\s+\S+\s+1\s+(<none>\s+)?profile-scheduler\s+3\s+0\s+Shadowing\s`), "the shadow spreads where the live profile packs:\n%s", out)
 	}},
 	{"kubectl apply -f config/samples/pods/train.yaml", contains("pod/train-0 created")},
 	{"kubectl wait --for=create waitingpod/train-0", contains("condition met")},
@@ -150,8 +164,16 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring(`job.batch "workers" deleted`))
 		Expect(out).To(ContainSubstring(`podgroup.scheduling.x-k8s.io "workers" deleted`))
 	}},
+	{"kubectl delete -f config/samples/shadow/", contains(`schedulingprofile.scheduling.schedprofiles.io "spread-shadow" deleted`)},
 	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},
 }
+
+// badPatch changes the default profile with a mistake; noSuchPlugin is the
+// reason every check gives for it.
+const (
+	badPatch     = `kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"plugins":{"filter":{"enabled":[{"name":"NoSuchPlugin"}]}}}}'`
+	noSuchPlugin = `cannot be built: Filter plugin "NoSuchPlugin": no such plugin is registered`
+)
 
 // databaseNode is the node of pod database-0, which its volume must be on.
 var databaseNode string

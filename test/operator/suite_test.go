@@ -71,6 +71,9 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = testenv.New()
 	Expect(err).NotTo(HaveOccurred())
+	// The webhook judges the profiles webhook_test.go labels; the other
+	// specs drive invalid profiles to their status.
+	Expect(testenv.InstallWebhook(env, &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}})).To(Succeed())
 	cfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
@@ -113,6 +116,7 @@ func startOperator(extra ...func(runtime.Registry) error) {
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		WebhookServer:          testenv.WebhookServer(env),
 		// A restarted operator registers its controllers again in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -125,6 +129,7 @@ func startOperator(extra ...func(runtime.Registry) error) {
 		WaitingPodRetention:    retention,
 		MetricsRegisterer:      metricsRegistry,
 		ShadowStatusPeriod:     shadowStatusPeriod,
+		AdmissionWebhook:       true,
 		Scheduler: []scheduler.Option{
 			scheduler.WithUnservedWarningDelay(unservedWarningDelay),
 			scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),

@@ -1,0 +1,138 @@
+// Package webhook serves the validating admission webhook for
+// SchedulingProfiles, so that `kubectl apply`, `--dry-run=server`,
+// `kubectl diff` and a GitOps sync refuse a profile the operator would not
+// build, with the message its status would show. The check is
+// validation.Validator's, the one the SchedulingProfile controller makes;
+// what only the cluster can tell (an extender's TLS Secret, a schedulerName
+// an older profile claims) stays a status matter, and the latter is
+// returned as a warning.
+//
+// The webhook server runs on every replica, leader or standby:
+// controller-runtime starts webhook servers before caches and never puts
+// them behind leader election. Its certificate is the operator's own
+// (Certificates), unless a directory of mounted ones is named.
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/validation"
+)
+
+// The webhook configuration config/webhook installs; `make manifests`
+// generates it from this marker. failurePolicy=Fail: while no replica
+// answers, creating or changing a profile is refused and a GitOps sync
+// retries, rather than an invalid spec reaching the cluster unchecked
+// (docs/install.md). timeoutSeconds=10 leaves room for a TLS handshake and
+// a slow API server around Budget.
+//
+// +kubebuilder:webhook:path=/validate-scheduling-schedprofiles-io-v1alpha1-schedulingprofile,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=10,groups=scheduling.schedprofiles.io,resources=schedulingprofiles,verbs=create;update,versions=v1alpha1,name=vschedulingprofile.scheduling.schedprofiles.io,admissionReviewVersions=v1
+
+// Budget bounds how long validating one profile may take: well inside the
+// configuration's timeoutSeconds, so a slow check is refused with this
+// webhook's own message rather than the API server's timeout.
+const Budget = 5 * time.Second
+
+// Register serves the webhook on mgr's webhook server. v validates specs;
+// profiles lists the SchedulingProfiles already stored, for the warning
+// about a schedulerName an older profile claims.
+func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader) error {
+	return ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulingProfile{}).
+		WithValidator(&profileValidator{validator: v, profiles: profiles, budget: Budget}).
+		Complete()
+}
+
+// profileValidator checks SchedulingProfiles on create and update.
+type profileValidator struct {
+	validator *validation.Validator
+	profiles  client.Reader
+	budget    time.Duration
+}
+
+var _ admission.Validator[*schedulingv1alpha1.SchedulingProfile] = (*profileValidator)(nil)
+
+func (p *profileValidator) ValidateCreate(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) (admission.Warnings, error) {
+	return p.validate(ctx, sp)
+}
+
+// ValidateUpdate checks a changed spec only: an update of metadata or of
+// nothing (labels, annotations, finalizers, owner references) must go
+// through even when the operator's plugins no longer build the spec, or a
+// profile could not even be deleted with a finalizer on it.
+func (p *profileValidator) ValidateUpdate(ctx context.Context, old, sp *schedulingv1alpha1.SchedulingProfile) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(old.Spec, sp.Spec) {
+		return nil, nil
+	}
+	return p.validate(ctx, sp)
+}
+
+// ValidateDelete is never called: the configuration registers create and
+// update only, and a profile may always be deleted.
+func (p *profileValidator) ValidateDelete(context.Context, *schedulingv1alpha1.SchedulingProfile) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) (admission.Warnings, error) {
+	logger := klog.FromContext(ctx).WithValues("schedulingProfile", klog.KObj(sp))
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), p.budget)
+	defer cancel()
+	// Building an instance runs plugin factories, which do not all heed
+	// ctx; the answer is given when the budget runs out, and a build
+	// still running then finishes and is closed on its own.
+	refused := make(chan *validation.Refusal, 1)
+	go func() { refused <- p.validator.Validate(ctx, sp) }()
+	var ref *validation.Refusal
+	select {
+	case ref = <-refused:
+	case <-ctx.Done():
+		logger.Info("Validating a profile ran out of time", "budget", p.budget)
+		return nil, fmt.Errorf("SchedulingProfile %s was not validated within %s, so nothing was changed; try again, and if it recurs the operator's log says what was slow", sp.Name, p.budget)
+	}
+	if ref != nil {
+		return nil, denial(sp.Name, ref)
+	}
+	return p.warnings(ctx, sp), nil
+}
+
+// denial words ref after the object, as kubectl prints it: `admission
+// webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the
+// request: SchedulingProfile gpu cannot be built: ...`. Status says
+// "Generation 3 cannot be built: ..." of the same spec.
+func denial(name string, ref *validation.Refusal) error {
+	if ref.Reason == schedulingv1alpha1.ReasonReservedSchedulerName {
+		return fmt.Errorf("SchedulingProfile %s: %s", name, ref.Message)
+	}
+	return fmt.Errorf("SchedulingProfile %s %s", name, ref.Message)
+}
+
+// warnings says when an older profile claims sp's schedulerName: not a
+// refusal, since which profile serves a name is decided among stored
+// objects, as status reports it.
+func (p *profileValidator) warnings(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) admission.Warnings {
+	var list schedulingv1alpha1.SchedulingProfileList
+	if err := p.profiles.List(ctx, &list); err != nil {
+		klog.FromContext(ctx).Error(err, "Listing SchedulingProfiles for the schedulerName warning")
+		return nil
+	}
+	name := validation.SchedulerName(sp)
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name == sp.Name || !other.DeletionTimestamp.IsZero() || validation.SchedulerName(other) != name {
+			continue
+		}
+		// A profile being created is newer than every stored one.
+		if sp.CreationTimestamp.IsZero() || validation.Older(other, sp) {
+			return admission.Warnings{fmt.Sprintf("schedulerName %s is claimed by the older SchedulingProfile %s; this one will not serve while that one does", name, other.Name)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package webhook
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
+)
+
+// slowPlugin is a QueueSort plugin; its factory in TestValidate takes
+// longer than the budget.
+type slowPlugin struct{}
+
+const slowName = "Slow"
+
+func (slowPlugin) Name() string { return slowName }
+
+func (slowPlugin) Less(*framework.QueuedPodInfo, *framework.QueuedPodInfo) bool { return false }
+
+func profile(name string, created time.Time, spec schedulingv1alpha1.SchedulingProfileSpec) *schedulingv1alpha1.SchedulingProfile {
+	return &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}, Spec: spec}
+}
+
+func TestValidate(t *testing.T) {
+	const buildTime = 300 * time.Millisecond
+	registry := plugins.NewInTreeRegistry()
+	if err := registry.Register(slowName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		time.Sleep(buildTime)
+		return slowPlugin{}, nil
+	}, runtime.ArgsSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	stored := profile("first", now.Add(-time.Hour), schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")})
+	p := &profileValidator{
+		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
+		profiles:  fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
+		budget:    buildTime / 3,
+	}
+	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
+		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
+	}}
+	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
+		QueueSort: schedulingv1alpha1.PluginSet{
+			Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
+			Enabled:  []schedulingv1alpha1.Plugin{{Name: slowName}},
+		},
+	}}
+	type result struct {
+		Warnings []string
+		Err      string
+	}
+	for _, tt := range []struct {
+		name     string
+		old, new *schedulingv1alpha1.SchedulingProfile
+		want     result
+	}{
+		{
+			name: "valid",
+			new:  profile("gpu", now, schedulingv1alpha1.SchedulingProfileSpec{}),
+		},
+		{
+			name: "unknown plugin",
+			new:  profile("typo", now, unknown),
+			want: result{Err: `SchedulingProfile typo cannot be built: Filter plugin "NoSuchPlugin": no such plugin is registered`},
+		},
+		{
+			name: "reserved schedulerName",
+			new:  profile("default-scheduler", now, schedulingv1alpha1.SchedulingProfileSpec{}),
+			want: result{Err: "SchedulingProfile default-scheduler: schedulerName default-scheduler is reserved for another scheduler; choose another name"},
+		},
+		{
+			name: "schedulerName an older profile claims",
+			new:  profile("second", now, schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")}),
+			want: result{Warnings: []string{"schedulerName shared is claimed by the older SchedulingProfile first; this one will not serve while that one does"}},
+		},
+		{
+			name: "the older profile itself",
+			old:  stored,
+			new: func() *schedulingv1alpha1.SchedulingProfile {
+				sp := stored.DeepCopy()
+				sp.Spec.PercentageOfNodesToScore = ptr.To[int32](50)
+				return sp
+			}(),
+		},
+		{
+			name: "metadata-only update of a spec that no longer builds",
+			old:  profile("typo", now, unknown),
+			new: func() *schedulingv1alpha1.SchedulingProfile {
+				sp := profile("typo", now, unknown)
+				sp.Labels = map[string]string{"team": "platform"}
+				sp.Finalizers = []string{"example.com/keep"}
+				return sp
+			}(),
+		},
+		{
+			name: "spec update that no longer builds",
+			old:  profile("typo", now, schedulingv1alpha1.SchedulingProfileSpec{}),
+			new:  profile("typo", now, unknown),
+			want: result{Err: `SchedulingProfile typo cannot be built: Filter plugin "NoSuchPlugin": no such plugin is registered`},
+		},
+		{
+			name: "validation slower than the budget",
+			new:  profile("slow", now, slow),
+			want: result{Err: "SchedulingProfile slow was not validated within 100ms, so nothing was changed; try again, and if it recurs the operator's log says what was slow"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var warnings []string
+			var err error
+			if tt.old == nil {
+				warnings, err = p.ValidateCreate(context.Background(), tt.new)
+			} else {
+				warnings, err = p.ValidateUpdate(context.Background(), tt.old, tt.new)
+			}
+			got := result{Warnings: warnings}
+			if err != nil {
+				got.Err = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("validation (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The slow build finishes after its answer, and is closed on its own.
+	time.Sleep(buildTime)
+}
