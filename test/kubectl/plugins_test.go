@@ -853,7 +853,7 @@ spec:
 
 		out = run("admin", "get", "schedulingprofiles", "undo-approvals", "columns-guarded", "columns-invalid", "-o", "wide")
 		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{
-			"NAME", "SCHEDULERNAME", "READY", "ACCEPTED", "ACTIVE", "AGE", "GENERATION", "SERVING", "REASON", "MESSAGE"}))
+			"NAME", "SCHEDULERNAME", "READY", "ACCEPTED", "ACTIVE", "AGE", "GENERATION", "SERVING", "SHADOWOF", "EVALUATED", "SAMENODE", "REASON", "MESSAGE"}))
 		rows = table(out)
 		Expect(rows).To(HaveKeyWithValue("undo-approvals", And(
 			HaveKeyWithValue("ACCEPTED", "True"), HaveKeyWithValue("ACTIVE", "True"),

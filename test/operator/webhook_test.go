@@ -167,9 +167,9 @@ var _ = Describe("The admission webhook", func() {
 	})
 
 	It("refuses every change while no replica answers or the call times out, and what serves stays", func() {
-		nodes("steady", 1, "4", "8Gi")
-		apply("steady", judgedManifest("steady", fitScoring("MostAllocated")))
-		serving("steady")
+		nodes("unanswered", 1, "4", "8Gi")
+		apply("unanswered", judgedManifest("unanswered", fitScoring("MostAllocated")))
+		serving("unanswered")
 		stopOperator()
 		DeferCleanup(func() {
 			if stopOperator == nil {
@@ -177,7 +177,7 @@ var _ = Describe("The admission webhook", func() {
 			}
 		})
 
-		_, stderr, code := applyResult("steady", judgedManifest("steady", fitScoring("LeastAllocated")))
+		_, stderr, code := applyResult("unanswered", judgedManifest("unanswered", fitScoring("LeastAllocated")))
 		Expect(code).NotTo(BeZero())
 		Expect(stderr).To(ContainSubstring(`failed calling webhook "vschedulingprofile.scheduling.schedprofiles.io"`))
 		_, stderr, code = applyResult("while-down", judgedManifest("while-down", fitScoring("MostAllocated")))
@@ -201,7 +201,7 @@ var _ = Describe("The admission webhook", func() {
 			}
 		}()
 		start := time.Now()
-		_, stderr, code = applyResult("steady", judgedManifest("steady", fitScoring("LeastAllocated")))
+		_, stderr, code = applyResult("unanswered", judgedManifest("unanswered", fitScoring("LeastAllocated")))
 		Expect(code).NotTo(BeZero())
 		Expect(stderr).To(ContainSubstring(`failed calling webhook "vschedulingprofile.scheduling.schedprofiles.io"`))
 		Expect(stderr).To(ContainSubstring("timeout=10s"))
@@ -213,8 +213,8 @@ var _ = Describe("The admission webhook", func() {
 		}
 
 		startOperator()
-		Eventually(func() bool { return op.Profiles.Get("steady") != nil }).Should(BeTrue())
-		sp := getProfile("steady")
+		Eventually(func() bool { return op.Profiles.Get("unanswered") != nil }).Should(BeTrue())
+		sp := getProfile("unanswered")
 		Expect(sp.Generation).To(BeEquivalentTo(1))
 		Expect(sp.Status.ServingGeneration).To(BeEquivalentTo(1))
 		// A GitOps tool's retry goes through once a replica answers.
