@@ -255,8 +255,20 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		fwk, reason, msg, err := r.buildSpec(ctx, sp, profile)
 		if err != nil {
 			// Not the spec's fault (the plugins' informers did not sync in
-			// time): status keeps saying the generation is being built,
-			// and the build is retried with backoff.
+			// time): status says the generation is being built, and the
+			// build is retried with backoff. After a restart nothing of
+			// this profile serves meanwhile, which the status of the last
+			// run does not say yet.
+			if !serving {
+				setRolloutConditions(sp, rollout{schedulerName: name, building: true})
+				meta.SetStatusCondition(&sp.Status.Conditions, metav1.Condition{
+					Type: schedulingv1alpha1.ProfileActive, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonNotServing,
+					Message: fmt.Sprintf("No generation of this profile serves until generation %d is built", sp.Generation), ObservedGeneration: sp.Generation,
+				})
+				if perr := r.patchStatus(ctx, written, sp); perr != nil {
+					return ctrl.Result{}, perr
+				}
+			}
 			return ctrl.Result{}, fmt.Errorf("building generation %d of SchedulingProfile %s: %w", sp.Generation, sp.Name, err)
 		}
 		if fwk == nil {

@@ -185,6 +185,20 @@ func TestABuildThatFailsForNoFaultOfTheSpecIsRetried(t *testing.T) {
 	if got := f.serving(t, "p").profile.PercentageOfNodesToScore; got == nil || *got != 20 {
 		t.Errorf("serving percentageOfNodesToScore %v, want 20: the retried generation", got)
 	}
+
+	// After a restart the same failure leaves nothing serving: status
+	// must not keep saying the profile is ready.
+	f.restart()
+	f.buildErr = errors.New("informers for [*v1.PersistentVolume] did not sync within 30s")
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err == nil {
+		t.Fatal("reconcile after a restart succeeded; want the build's error")
+	}
+	if got := kstatusOf(t, f.get(t, "p")); got.Status != status.InProgressStatus {
+		t.Errorf("after a restart, nothing serving: kstatus %s (%s), want InProgress", got.Status, got.Message)
+	}
+	if c := meta.FindStatusCondition(f.get(t, "p").Status.Conditions, schedulingv1alpha1.ProfileActive); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Active %+v after a restart with nothing serving, want False", c)
+	}
 }
 
 // TestAStaleViewOfABuildInProgressIsReadAgain checks the reconcile the

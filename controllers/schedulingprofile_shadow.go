@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,6 +64,8 @@ type runningShadow struct {
 	generation int64
 	plugins    *schedulingv1alpha1.ResolvedPlugins
 	shadow     Shadow
+	// countsWritten is when the counts were last written to status.
+	countsWritten time.Time
 }
 
 // reconcileShadow runs sp, whose spec has shadowOf, in shadow: it builds
@@ -117,7 +120,7 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 			}
 			if running {
 				status.Shadow = shadowStatus(cur.generation, cur.shadow.Stats())
-				return ctrl.Result{RequeueAfter: r.shadowStatusPeriod}, r.patchStatus(ctx, orig, sp)
+				return r.writeShadowStatus(ctx, orig, sp)
 			}
 			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
 		}
@@ -133,12 +136,52 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionFalse, schedulingv1alpha1.ReasonShadowing, fmt.Sprintf("Generation %d evaluates placements of schedulerName %s in shadow; it places no pod", cur.generation, of))
 	setRolloutConditions(sp, rollout{schedulerName: of, shadow: true})
-	if err := r.patchStatus(ctx, orig, sp); err != nil {
-		return ctrl.Result{}, err
+	res, err := r.writeShadowStatus(ctx, orig, sp)
+	if err != nil {
+		return res, err
 	}
 	// A shadow keeps no revision: it serves nothing a restart must restore.
 	r.deleteRevision(ctx, sp, orig.Status.ServingRevision)
+	return res, nil
+}
+
+// writeShadowStatus writes the status of a running shadow and has it
+// reconciled again when the counts may next be written. A change of the
+// counts alone is written at most once per shadowStatusPeriod: each write
+// brings a reconcile of its own, and under a stream of placements the
+// counts change on every one, so without the bound a shadow's status
+// would be written once per round trip.
+func (r *SchedulingProfileReconciler) writeShadowStatus(ctx context.Context, orig, sp *schedulingv1alpha1.SchedulingProfile) (ctrl.Result, error) {
+	now := time.Now()
+	r.mu.Lock()
+	last := r.shadows[sp.Name].countsWritten
+	r.mu.Unlock()
+	if wait := r.shadowStatusPeriod - now.Sub(last); wait > 0 && onlyShadowCountsDiffer(orig.Status, sp.Status) {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.patchStatus(ctx, orig, sp); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	if cur, ok := r.shadows[sp.Name]; ok {
+		cur.countsWritten = now
+		r.shadows[sp.Name] = cur
+	}
+	r.mu.Unlock()
 	return ctrl.Result{RequeueAfter: r.shadowStatusPeriod}, nil
+}
+
+// onlyShadowCountsDiffer says whether want differs from got in the
+// shadow's counts alone, the shadow being the same generation of the same
+// schedulerName.
+func onlyShadowCountsDiffer(got, want schedulingv1alpha1.SchedulingProfileStatus) bool {
+	if got.Shadow == nil || want.Shadow == nil || got.Shadow.Of != want.Shadow.Of || got.Shadow.Generation != want.Shadow.Generation {
+		return false
+	}
+	got.Shadow, want.Shadow = nil, nil
+	got.Conditions, _ = splitConditions(got.Conditions, ownsProfileCondition)
+	want.Conditions, _ = splitConditions(want.Conditions, ownsProfileCondition)
+	return equality.Semantic.DeepEqual(got, want)
 }
 
 // startShadow builds sp's spec as a shadow of of and starts it in place of

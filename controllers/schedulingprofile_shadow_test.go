@@ -40,9 +40,12 @@ func (f *profileFixture) withShadows() *[]*fakeShadow {
 			sh := &fakeShadow{name: name, of: of, stats: scheduler.ShadowStats{Of: of}}
 			made = append(made, sh)
 			return sh
-		}, time.Second))
+		}, shadowPeriod))
 	return &made
 }
+
+// shadowPeriod is how often the fixture's shadows write their counts.
+const shadowPeriod = 200 * time.Millisecond
 
 func (f *profileFixture) reconcileShadow(t *testing.T, name string) {
 	t.Helper()
@@ -51,7 +54,7 @@ func (f *profileFixture) reconcileShadow(t *testing.T, name string) {
 	if err != nil {
 		t.Fatalf("reconcile %s: %v", name, err)
 	}
-	if diff := cmp.Diff(ctrl.Result{RequeueAfter: time.Second}, got); diff != "" {
+	if diff := cmp.Diff(ctrl.Result{RequeueAfter: shadowPeriod}, got); diff != "" {
 		t.Errorf("reconcile %s: result (-want +got), a shadow comes back to write its counts:\n%s", name, diff)
 	}
 }
@@ -83,6 +86,7 @@ func TestShadowClaimsNoSchedulerName(t *testing.T) {
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sh.stats = scheduler.ShadowStats{Of: "p", Since: since, Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
 		Disagreements: []scheduler.ShadowDisagreement{{Pod: types.NamespacedName{Namespace: "ns", Name: "a"}, UID: "u", ServingNode: "n1", ShadowNodes: []string{"n2"}, Time: since}}}
+	time.Sleep(shadowPeriod) // counts alone are written once per period
 	f.reconcileShadow(t, "p")
 	got := f.get(t, "p").Status
 	want := &schedulingv1alpha1.ShadowStatus{Of: "p", Generation: 1, Since: ptr.To(metav1.NewTime(since)), Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
@@ -179,5 +183,38 @@ func TestShadowsRefusedWithoutShadowSupport(t *testing.T) {
 		stalled(1, schedulingv1alpha1.ReasonInvalidSpec, msg+"; no generation of this shadow runs")...)
 	if diff := cmp.Diff(want, got.Conditions, ignoreTransitionTime); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+// TestShadowCountsAreWrittenAtMostOncePerPeriod checks that the reconciles
+// a shadow's own status writes bring do not write again while placements
+// stream in: counts alone are written once per period.
+func TestShadowCountsAreWrittenAtMostOncePerPeriod(t *testing.T) {
+	f := newProfileFixture(t, nil, shadowProfile("p", "q", 0))
+	shadows := f.withShadows()
+	f.reconcileShadow(t, "p")
+	sh := (*shadows)[0]
+	writes := f.statusWrites
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	for i := range 20 {
+		sh.stats.Evaluated = int64(i + 1)
+		got, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "p"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RequeueAfter <= 0 || got.RequeueAfter > shadowPeriod {
+			t.Fatalf("reconcile %d: requeue after %v, want within the period", i, got.RequeueAfter)
+		}
+	}
+	if n := f.statusWrites - writes; n != 0 {
+		t.Errorf("%d status writes for counts within one period, want none", n)
+	}
+	time.Sleep(shadowPeriod)
+	f.reconcileShadow(t, "p")
+	if n := f.statusWrites - writes; n != 1 {
+		t.Errorf("%d status writes once the period passed, want 1", n)
+	}
+	if got := f.get(t, "p").Status.Shadow.Evaluated; got != 20 {
+		t.Errorf("status.shadow.evaluated %d, want the latest count 20", got)
 	}
 }

@@ -47,7 +47,7 @@ const Budget = 5 * time.Second
 // about a schedulerName an older profile claims.
 func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader) error {
 	return ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulingProfile{}).
-		WithValidator(&profileValidator{validator: v, profiles: profiles, budget: Budget}).
+		WithValidator(&profileValidator{validator: v, profiles: profiles, budget: Budget, builds: make(chan struct{}, MaxConcurrentBuilds)}).
 		Complete()
 }
 
@@ -56,7 +56,16 @@ type profileValidator struct {
 	validator *validation.Validator
 	profiles  client.Reader
 	budget    time.Duration
+	// builds holds a token per validation building an instance, taken
+	// before it starts and given back when it ends, also after its
+	// request ran out of time: anyone who can reach the webhook's port
+	// can send reviews, and each may build a spec of up to 1 MiB.
+	builds chan struct{}
 }
+
+// MaxConcurrentBuilds bounds the instances the webhook builds at once; a
+// request that finds them all busy waits within its budget.
+const MaxConcurrentBuilds = 4
 
 var _ admission.Validator[*schedulingv1alpha1.SchedulingProfile] = (*profileValidator)(nil)
 
@@ -88,14 +97,25 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 	// Building an instance runs plugin factories, which do not all heed
 	// ctx; the answer is given when the budget runs out, and a build
 	// still running then finishes and is closed on its own.
+	outOfTime := func() error {
+		logger.Info("Validating a profile ran out of time", "budget", p.budget)
+		return fmt.Errorf("SchedulingProfile %s was not validated within %s, so nothing was changed; try again, and if it recurs the operator's log says what was slow", sp.Name, p.budget)
+	}
+	select {
+	case p.builds <- struct{}{}:
+	case <-ctx.Done():
+		return nil, outOfTime()
+	}
 	refused := make(chan *validation.Refusal, 1)
-	go func() { refused <- p.validator.Validate(ctx, sp) }()
+	go func() {
+		defer func() { <-p.builds }()
+		refused <- p.validator.Validate(ctx, sp)
+	}()
 	var ref *validation.Refusal
 	select {
 	case ref = <-refused:
 	case <-ctx.Done():
-		logger.Info("Validating a profile ran out of time", "budget", p.budget)
-		return nil, fmt.Errorf("SchedulingProfile %s was not validated within %s, so nothing was changed; try again, and if it recurs the operator's log says what was slow", sp.Name, p.budget)
+		return nil, outOfTime()
 	}
 	if ref != nil {
 		return nil, denial(sp.Name, ref)
@@ -118,6 +138,10 @@ func denial(name string, ref *validation.Refusal) error {
 // refusal, since which profile serves a name is decided among stored
 // objects, as status reports it.
 func (p *profileValidator) warnings(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) admission.Warnings {
+	if sp.Spec.ShadowOf != nil {
+		// A shadow claims no schedulerName.
+		return nil
+	}
 	var list schedulingv1alpha1.SchedulingProfileList
 	if err := p.profiles.List(ctx, &list); err != nil {
 		klog.FromContext(ctx).Error(err, "Listing SchedulingProfiles for the schedulerName warning")
@@ -126,7 +150,7 @@ func (p *profileValidator) warnings(ctx context.Context, sp *schedulingv1alpha1.
 	name := validation.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == sp.Name || !other.DeletionTimestamp.IsZero() || validation.SchedulerName(other) != name {
+		if other.Name == sp.Name || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || validation.SchedulerName(other) != name {
 			continue
 		}
 		// A profile being created is newer than every stored one.

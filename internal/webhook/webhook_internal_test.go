@@ -2,6 +2,9 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +54,7 @@ func TestValidate(t *testing.T) {
 		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
 		profiles:  fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
 		budget:    buildTime / 3,
+		builds:    make(chan struct{}, MaxConcurrentBuilds),
 	}
 	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
@@ -88,6 +92,10 @@ func TestValidate(t *testing.T) {
 			name: "schedulerName an older profile claims",
 			new:  profile("second", now, schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")}),
 			want: result{Warnings: []string{"schedulerName shared is claimed by the older SchedulingProfile first; this one will not serve while that one does"}},
+		},
+		{
+			name: "a shadow claims no schedulerName",
+			new:  profile("second-shadow", now, schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared"), ShadowOf: ptr.To("shared")}),
 		},
 		{
 			name: "the older profile itself",
@@ -139,4 +147,49 @@ func TestValidate(t *testing.T) {
 	}
 	// The slow build finishes after its answer, and is closed on its own.
 	time.Sleep(buildTime)
+}
+
+// TestBuildsAreBounded checks that validations past MaxConcurrentBuilds
+// wait for a build to end, also one whose request already ran out of
+// time, rather than start more.
+func TestBuildsAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	var running, most atomic.Int32
+	registry := plugins.NewInTreeRegistry()
+	if err := registry.Register(slowName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		running.Add(-1)
+		return slowPlugin{}, nil
+	}, runtime.ArgsSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &profileValidator{
+		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
+		profiles:  fake.NewClientBuilder().WithScheme(scheme).Build(),
+		budget:    50 * time.Millisecond,
+		builds:    make(chan struct{}, MaxConcurrentBuilds),
+	}
+	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
+		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
+	}}
+	var wg sync.WaitGroup
+	for i := range 3 * MaxConcurrentBuilds {
+		wg.Go(func() {
+			if _, err := p.ValidateCreate(t.Context(), profile(fmt.Sprintf("slow-%d", i), time.Now(), slow)); err == nil {
+				t.Errorf("validation %d succeeded while every build was held", i)
+			}
+		})
+	}
+	wg.Wait()
+	close(release)
+	if got := most.Load(); got != MaxConcurrentBuilds {
+		t.Errorf("at most %d builds ran at once, want %d", got, MaxConcurrentBuilds)
+	}
 }
