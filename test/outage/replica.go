@@ -46,7 +46,9 @@ func NewReplica(name, bin, log string, args []string) (*Replica, error) {
 	}
 	return &Replica{
 		Name: name, bin: bin, log: log, metricsAddr: metricsAddr, probeAddr: probeAddr,
-		args: append(append([]string(nil), args...), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", "--health-probe-bind-address="+probeAddr),
+		// No admission webhook: nothing here installs its configuration,
+		// and replicas on one host would share its port.
+		args: append(append([]string(nil), args...), "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", "--health-probe-bind-address="+probeAddr, "--webhook-port=0"),
 		http: &http.Client{Timeout: time.Second},
 	}, nil
 }

@@ -525,6 +525,8 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 		fmt.Sprintf("--kube-api-burst=%d", h.o.Burst),
 		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address="+probeAddr,
+		// The benchmark installs no admission webhook configuration.
+		"--webhook-port=0",
 		"--reserved-scheduler-names="+corev1.DefaultSchedulerName,
 		// The Extender workload's extender serves on loopback.
 		"--allowed-extender-url-prefixes=http://127.0.0.1:*",
