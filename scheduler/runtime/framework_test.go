@@ -188,9 +188,21 @@ func TestNewFrameworkRefusesProfile(t *testing.T) {
 			want:    &ConfigError{ExtensionPoint: Filter, Plugin: "Nope", Reason: "no such plugin is registered"},
 		},
 		{
-			name:    "plugin at a pod-group point",
+			name:    "plugin upstream does not run at a pod-group point",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PlacementScore: enabled("S1")}},
-			want:    &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "S1", Reason: "pod-group scheduling is not supported; schedule pods one at a time"},
+			want: &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "S1",
+				Reason: "the plugin does not extend PlacementScore; that point only runs for pod groups, with the TopologyAwareWorkloadScheduling feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here"},
+		},
+		{
+			name:    "plugin at podGroupPostFilter names GenericWorkload",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PodGroupPostFilter: enabled("S1")}},
+			want: &ConfigError{ExtensionPoint: "PodGroupPostFilter", Plugin: "S1",
+				Reason: "the plugin does not extend PodGroupPostFilter; that point only runs for pod groups, with the GenericWorkload feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here"},
+		},
+		{
+			name:    "unknown plugin at a pod-group point",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DynamicResources")}},
+			want:    &ConfigError{ExtensionPoint: "PodGroupPostFilter", Plugin: "DynamicResources", Reason: "no such plugin is registered"},
 		},
 		{
 			name:    "unknown plugin in multiPoint",
