@@ -251,7 +251,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		if _, ok := r[p.Name]; !ok {
-			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "no such plugin is registered"}
+			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 		}
 		if seenMulti.Has(p.Name) {
 			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"}
@@ -262,7 +262,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, e := range extensionPoints {
 		for _, p := range e.set(plugins).Enabled {
 			if _, ok := r[p.Name]; !ok {
-				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: "no such plugin is registered"}
+				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 			}
 		}
 	}

@@ -139,16 +139,34 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 	for _, pt := range podGroupPoints {
 		for _, pl := range pt.set(p).Enabled {
 			if _, ok := r[pl.Name]; !ok {
-				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: "no such plugin is registered"}
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
 			}
 			if !pt.upstream.Has(pl.Name) {
 				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
-					"the plugin does not extend %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
+					"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
 					pt.name, pt.gate)}
 			}
 		}
 	}
 	return nil
+}
+
+// gatedOffPlugins are upstream 1.37.2's plugins that only exist behind a
+// feature gate off by default, with that gate. None is built here.
+var gatedOffPlugins = map[string]string{
+	"GangScheduling":             "GenericWorkload",
+	"DeferredPodScheduling":      "InPlacePodVerticalScalingSchedulerPreemption",
+	"TopologyPlacementGenerator": "TopologyAwareWorkloadScheduling",
+	"PodGroupPodsCount":          "TopologyAwareWorkloadScheduling",
+}
+
+// unregisteredReason says why a plugin name does not resolve: for an
+// upstream plugin behind a gate off by default, the gate.
+func unregisteredReason(name string) string {
+	if gate, ok := gatedOffPlugins[name]; ok {
+		return fmt.Sprintf("kube-scheduler 1.37 only has this plugin with the %s feature gate, off by default; it is not built here", gate)
+	}
+	return "no such plugin is registered"
 }
 
 var extensionPoints = []extensionPoint{
