@@ -242,17 +242,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
 	}
 
-	// Upstream's pod-group points are accepted in the profile type so any
-	// upstream profile can be pasted, but pods are scheduled one at a time
-	// here: enabling plugins there would silently do nothing.
-	if p := profile.Plugins; p != nil {
-		for point, set := range map[string]configv1.PluginSet{
-			"PlacementGenerate": p.PlacementGenerate, "PlacementScore": p.PlacementScore, "PodGroupPostFilter": p.PodGroupPostFilter,
-		} {
-			if len(set.Enabled) > 0 {
-				return nil, &ConfigError{ExtensionPoint: point, Plugin: set.Enabled[0].Name, Reason: "pod-group scheduling is not supported; schedule pods one at a time"}
-			}
-		}
+	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
+		return nil, err
 	}
 
 	// Refuse names that cannot resolve before running any factory, so a
@@ -260,7 +251,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		if _, ok := r[p.Name]; !ok {
-			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "no such plugin is registered"}
+			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 		}
 		if seenMulti.Has(p.Name) {
 			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"}
@@ -271,7 +262,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, e := range extensionPoints {
 		for _, p := range e.set(plugins).Enabled {
 			if _, ok := r[p.Name]; !ok {
-				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: "no such plugin is registered"}
+				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 			}
 		}
 	}
