@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -39,12 +40,13 @@ const (
 // csiLimits is the plugin. Its fields are set in New and read-only
 // afterwards, so concurrent cycles share it without locks.
 type csiLimits struct {
-	csiNodeLister storagelisters.CSINodeLister
-	pvLister      corelisters.PersistentVolumeLister
-	pvcLister     corelisters.PersistentVolumeClaimLister
-	scLister      storagelisters.StorageClassLister
-	vaIndexer     cache.Indexer
-	translator    csitrans.CSITranslator
+	csiNodeLister   storagelisters.CSINodeLister
+	csiDriverLister storagelisters.CSIDriverLister
+	pvLister        corelisters.PersistentVolumeLister
+	pvcLister       corelisters.PersistentVolumeClaimLister
+	scLister        storagelisters.StorageClassLister
+	vaIndexer       cache.Indexer
+	translator      csitrans.CSITranslator
 
 	// unboundPrefix starts the handle made up for a PVC that is not bound
 	// yet, so that it cannot collide with a real volume handle. Should the
@@ -60,7 +62,7 @@ var (
 )
 
 // New builds the plugin; it takes no args. It registers the CSINode,
-// PersistentVolume, PersistentVolumeClaim, StorageClass and
+// CSIDriver, PersistentVolume, PersistentVolumeClaim, StorageClass and
 // VolumeAttachment informers with the handle's factory and adds the
 // node-name index to the VolumeAttachment informer.
 func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
@@ -77,13 +79,14 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 		}
 	}
 	return &csiLimits{
-		csiNodeLister: f.Storage().V1().CSINodes().Lister(),
-		pvLister:      f.Core().V1().PersistentVolumes().Lister(),
-		pvcLister:     f.Core().V1().PersistentVolumeClaims().Lister(),
-		scLister:      f.Storage().V1().StorageClasses().Lister(),
-		vaIndexer:     vaInformer.GetIndexer(),
-		translator:    csitrans.New(),
-		unboundPrefix: rand.String(32),
+		csiNodeLister:   f.Storage().V1().CSINodes().Lister(),
+		csiDriverLister: f.Storage().V1().CSIDrivers().Lister(),
+		pvLister:        f.Core().V1().PersistentVolumes().Lister(),
+		pvcLister:       f.Core().V1().PersistentVolumeClaims().Lister(),
+		scLister:        f.Storage().V1().StorageClasses().Lister(),
+		vaIndexer:       vaInformer.GetIndexer(),
+		translator:      csitrans.New(),
+		unboundPrefix:   rand.String(32),
 	}, nil
 }
 
@@ -161,7 +164,8 @@ func (pl *csiLimits) resolveNewPod(logger klog.Logger, pod *v1.Pod) *preFilterSt
 	return s
 }
 
-// Filter checks every driver the pod uses against the node's limit for it.
+// Filter checks that every driver the pod uses that asks for it is on the
+// node, then every driver against the node's limit for it.
 func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	if len(pod.Spec.Volumes) == 0 {
 		return nil
@@ -196,6 +200,10 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 	}
 	if len(newPod.volumes) == 0 {
 		return nil
+	}
+
+	if s := pl.checkDriversInstalled(newPod.volumes, csiNode); s != nil {
+		return s
 	}
 
 	limits := volumeLimits(csiNode)
@@ -255,6 +263,54 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 		}
 	}
 	return nil
+}
+
+// checkDriversInstalled rejects the node, as Unschedulable, when a driver
+// of the pod's volumes is missing from its CSINode (or it has none) and the
+// driver's CSIDriver sets preventPodSchedulingIfMissing: upstream's
+// VolumeLimitScaling check, beta and on since 1.37. The check runs before
+// the limits, so it applies to nodes without any limit too. Upstream walks
+// the pod's volumes in map order, so with several missing drivers the one
+// it names is random; drivers are checked here in name order, which names
+// one of the drivers upstream may name.
+func (pl *csiLimits) checkDriversInstalled(volumes volumeSet, csiNode *storagev1.CSINode) *framework.Status {
+	drivers := make([]string, 0, len(volumes))
+	for v := range volumes {
+		drivers = append(drivers, v.driver)
+	}
+	slices.Sort(drivers)
+	for _, driver := range slices.Compact(drivers) {
+		installed, err := pl.driverInstalled(driver, csiNode)
+		if err != nil {
+			return framework.AsStatus(err)
+		}
+		if !installed {
+			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("%s CSI driver is not installed on the node", driver))
+		}
+	}
+	return nil
+}
+
+// driverInstalled reports whether driver may be used on the node of
+// csiNode: always, unless its CSIDriver exists and opts in with
+// preventPodSchedulingIfMissing, in which case the CSINode must list it.
+// A driver without a CSIDriver may not be a CSI driver at all, so it is
+// let through, as upstream does.
+func (pl *csiLimits) driverInstalled(driver string, csiNode *storagev1.CSINode) (bool, error) {
+	csiDriver, err := pl.csiDriverLister.Get(driver)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("error getting CSIDriver for provider %s: %w", driver, err)
+	}
+	if csiDriver.Spec.PreventPodSchedulingIfMissing == nil || !*csiDriver.Spec.PreventPodSchedulingIfMissing {
+		return true, nil
+	}
+	if csiNode == nil {
+		return false, nil
+	}
+	return slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }), nil
 }
 
 // volumeLimits returns the allocatable count of each driver of csiNode that
@@ -478,7 +534,7 @@ func (pl *csiLimits) attachedVolumes(logger klog.Logger, nodeName string) (volum
 // csiMigrationOn reports whether volumes of the in-tree plugin count
 // against their CSI driver on a node. The five plugins below have their
 // migration locked on upstream, so only the node having a CSINode matters;
-// the CSINode's migrated-plugins annotation is not read, as upstream 1.36.
+// the CSINode's migrated-plugins annotation is not read, as upstream 1.37.
 func csiMigrationOn(hasCSINode bool, plugin string) bool {
 	if !hasCSINode {
 		return false
