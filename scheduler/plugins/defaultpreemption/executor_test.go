@@ -118,6 +118,10 @@ func TestActuation(t *testing.T) {
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by pod preemptor on node n1"}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+	// The victim's deletion event requeues the preemptor.
+	if len(e.activator.pods) != 0 {
+		t.Errorf("activated %v after a deletion, want none", e.activator.pods)
+	}
 }
 
 func TestActuationOfWaitingPod(t *testing.T) {
@@ -148,6 +152,11 @@ func TestActuationOfWaitingPod(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by pod preemptor on node n1 (in kube-scheduler memory)."}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// No deletion event will let the preemptor through PreEnqueue: it is
+	// moved to the active queue when the goroutine ends.
+	if diff := cmp.Diff([]string{"default/preemptor"}, e.activator.pods); diff != "" {
+		t.Errorf("activated (-want +got):\n%s", diff)
 	}
 }
 
