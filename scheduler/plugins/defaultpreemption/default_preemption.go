@@ -155,9 +155,9 @@ func ValidateArgs(args *configv1.DefaultPreemptionArgs) error {
 func (pl *defaultPreemption) Name() string { return Name }
 
 // PostFilter tries to make room for pod by preemption. It returns Success
-// with the nominated node, or Unschedulable with the reason (prefixed
-// "preemption: ") and, when no node can help, a NominatingInfo clearing
-// any earlier nomination.
+// with the nominated node and what it is about to evict, or Unschedulable
+// with the reason and, when no node can help, a NominatingInfo clearing
+// any earlier nomination; either message is prefixed "preemption: ".
 func (pl *defaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
 	pl.fh.Metrics().PreemptionAttempts.Inc()
 	result, status := pl.preempt(ctx, state, pod, m)
@@ -293,8 +293,11 @@ func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 	logger.V(2).Info("The target node for the preemption is determined", "node", best.name, "pod", klog.KObj(pod))
 
 	pl.actuateAsync(best, pod)
+	// Since 1.37 the success carries a message, which the scheduling loop
+	// appends to the pod's FailedScheduling event and PodScheduled
+	// condition. It counts every victim, those already terminating too.
 	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: best.name, NominatingMode: framework.ModeOverride}},
-		framework.NewStatus(framework.Success)
+		framework.NewStatus(framework.Success, fmt.Sprintf("found a potential placement for pod on node %v, preempting %d victims", best.name, len(best.victims)))
 }
 
 // callExtenders lets the profile's extenders that handle preemption narrow
