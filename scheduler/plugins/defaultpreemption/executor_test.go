@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
@@ -216,5 +218,30 @@ func TestNominationHoldsTheRoom(t *testing.T) {
 	res = st.RunCycle(ctx, next.fwk, next.snapshot, higher)
 	if got := res.Filter["n1"]; !got.IsSuccess() {
 		t.Errorf("a pod of higher priority ignores the nomination: %v", got)
+	}
+}
+
+// TestVictimAlreadyTerminating: a victim whose deletion already started
+// gets no second API call, yet it is counted in the message and in
+// scheduler_preemption_victims.
+func TestVictimAlreadyTerminating(t *testing.T) {
+	going := placed("going", "n1", 1, "2", 0).Obj()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p := preemptor(10, "1").Obj()
+	e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{going, p}})
+	_, status := e.filterAndPostFilter(t, p)
+	e.pl.inFlight.Wait()
+	if want := "preemption: found a potential placement for pod on node n1, preempting 1 victims"; !status.IsSuccess() || status.Message() != want {
+		t.Fatalf("PostFilter = %v %q, want Success %q", status.Code(), status.Message(), want)
+	}
+	if got := deletedPods(e); got.Len() != 0 {
+		t.Errorf("deleted %v, want none", sets.List(got))
+	}
+	var m dto.Metric
+	if err := e.fwk.Metrics().PreemptionVictims.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetHistogram().GetSampleCount(); got != 1 {
+		t.Errorf("scheduler_preemption_victims observed %d times, want 1", got)
 	}
 }
