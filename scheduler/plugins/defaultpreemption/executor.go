@@ -35,6 +35,9 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 	// Every chosen victim counts, also when none needs an API call
 	// (upstream 1.37; 1.36 observed only preemptions that sent one).
 	pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
+	if c.numPDBViolations > 0 {
+		pl.fh.Metrics().PreemptionPDBViolations.WithLabelValues(preemptorPod).Add(float64(c.numPDBViolations))
+	}
 	victims := make([]*v1.Pod, 0, len(c.victims))
 	for _, v := range c.victims {
 		if v.DeletionTimestamp != nil {
@@ -68,6 +71,7 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 		// deleted, so nothing else would move the preemptor.
 		lastInMemory := false
 		defer func() {
+			pl.fh.Metrics().PreemptionExecutionDuration.WithLabelValues(preemptorPod, result).Observe(time.Since(start).Seconds())
 			pl.fh.Metrics().PreemptionGoroutinesDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 			pl.fh.Metrics().PreemptionGoroutinesExecutionTotal.WithLabelValues(result).Inc()
 			pl.mu.Lock()
