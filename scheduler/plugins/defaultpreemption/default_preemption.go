@@ -181,16 +181,17 @@ func (pl *defaultPreemption) PreEnqueue(_ context.Context, p *v1.Pod) *framework
 	return nil
 }
 
-// EventsToRegister registers victim deletions so that the queue re-checks
-// the preemptor's gate when they happen. The hint always skips: whether
-// the preemptor fits is for the plugins that rejected it to decide.
+// EventsToRegister registers victim deletions (bound pods only, as
+// upstream since 1.37) so that the queue re-checks the preemptor's gate
+// when they happen. The hint always skips: whether the preemptor fits is
+// for the plugins that rejected it to decide.
 func (pl *defaultPreemption) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: isSchedulableAfterPodDeletion},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: isSchedulableAfterAssignedPodDeletion},
 	}, nil
 }
 
-func isSchedulableAfterPodDeletion(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
+func isSchedulableAfterAssignedPodDeletion(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
 	return framework.QueueSkip, nil
 }
 

@@ -85,7 +85,7 @@ func TestEventsToRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 1 || events[0].Event != (framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}) {
+	if len(events) != 1 || events[0].Event != (framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}) {
 		t.Fatalf("events = %v", events)
 	}
 	if h, _ := events[0].QueueingHintFn(klog.Background(), nil, nil, nil); h != framework.QueueSkip {
