@@ -73,10 +73,19 @@ type Metrics struct {
 	PreemptionAttempts prometheus.Counter
 	// PreemptionVictims is scheduler_preemption_victims.
 	PreemptionVictims prometheus.Histogram
-	// PreemptionGoroutinesDuration is scheduler_preemption_goroutines_duration_seconds{result}.
+	// PreemptionGoroutinesDuration is scheduler_preemption_goroutines_duration_seconds{result},
+	// deprecated upstream since 1.37.0 in favour of PreemptionExecutionDuration.
 	PreemptionGoroutinesDuration *prometheus.HistogramVec
 	// PreemptionGoroutinesExecutionTotal is scheduler_preemption_goroutines_execution_total{result}.
 	PreemptionGoroutinesExecutionTotal *prometheus.CounterVec
+	// PreemptionEvaluationDuration is
+	// scheduler_preemption_evaluation_duration_seconds{preemptor, result}.
+	PreemptionEvaluationDuration *prometheus.HistogramVec
+	// PreemptionExecutionDuration is
+	// scheduler_preemption_execution_duration_seconds{preemptor, result}.
+	PreemptionExecutionDuration *prometheus.HistogramVec
+	// PreemptionPDBViolations is scheduler_preemption_pdb_violations_total{preemptor}.
+	PreemptionPDBViolations *prometheus.CounterVec
 
 	// ShadowEvaluations counts the placements shadow profiles evaluated,
 	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
@@ -190,7 +199,7 @@ func NewUnregistered() *Metrics {
 		PreemptionVictims: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Subsystem: Subsystem,
 			Name:      "preemption_victims",
-			Help:      "Number of selected preemption victims",
+			Help:      "Number of selected preemption victims for preemption initiated by a single pod",
 			// More than 64 victims is rare enough for one [64, +Inf) bucket.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
 		}),
@@ -205,6 +214,24 @@ func NewUnregistered() *Metrics {
 			Name:      "preemption_goroutines_execution_total",
 			Help:      "Number of preemption goroutines executed.",
 		}, []string{"result"}),
+		PreemptionEvaluationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_evaluation_duration_seconds",
+			Help:      "Duration in seconds for identifying the target preemption victims.",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"preemptor", "result"}),
+		PreemptionExecutionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_execution_duration_seconds",
+			Help: "Duration in seconds for preempting the target preemption victims. With async preemption enabled, " +
+				"preemption execution does not block the scheduling of other pods.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"preemptor", "result"}),
+		PreemptionPDBViolations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_pdb_violations_total",
+			Help:      "Total number of pod disruption budget violations caused by preemption.",
+		}, []string{"preemptor"}),
 		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "shadow_evaluations_total",
@@ -227,6 +254,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.PendingPods, m.UnservedPendingPods,
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
+		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }
