@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -203,7 +202,10 @@ func rejectionOnNode(pod *v1.Pod, nodeName string, sts *framework.Status) *frame
 	return framework.NewStatus(sts.Code()).WithError(fitErr)
 }
 
-// schedulePod picks a node for pod on an up-to-date snapshot.
+// schedulePod picks a node for pod on an up-to-date snapshot. With
+// opportunistic batching (upstream's, see runtime.opportunisticBatch) the
+// pod is signed with the serving instance and its results are stored for
+// the next pod with the same signature, where upstream stores them.
 func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
 	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.snapshot); err != nil {
 		return ScheduleResult{}, err
@@ -211,7 +213,13 @@ func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, st
 	if s.snapshot.NumNodes() == 0 {
 		return ScheduleResult{}, ErrNoNodesAvailable
 	}
-	feasible, diagnosis, err := s.findNodesThatFitPod(ctx, fwk, state, pod)
+	// Upstream signs a pod when it is queued; signing here, with the
+	// instance that serves this cycle, gives the same signature and never
+	// compares one instance's signature with another's when a profile is
+	// replaced while its pods wait.
+	signature := fwk.SignPod(ctx, pod)
+	cycle := s.queue.SchedulingCycle()
+	feasible, diagnosis, hint, err := s.findNodesThatFitPod(ctx, fwk, state, pod, signature, cycle)
 	if err != nil {
 		return ScheduleResult{}, err
 	}
@@ -220,47 +228,61 @@ func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, st
 	}
 	evaluated := len(feasible) + diagnosis.NodeToStatus.Len()
 	if len(feasible) == 1 {
-		return ScheduleResult{SuggestedHost: feasible[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
+		host := feasible[0].Node().Name
+		fwk.StoreScheduleResults(ctx, signature, hint, host, nil, cycle)
+		return ScheduleResult{SuggestedHost: host, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
 	}
-	host, err := s.prioritizeAndSelect(ctx, fwk, state, pod, feasible)
+	scores, err := s.prioritizeNodes(ctx, fwk, state, pod, feasible)
 	if err != nil {
 		return ScheduleResult{}, err
 	}
+	sorted := framework.NewSortedScoredNodes(scores)
+	host := sorted.Pop().Name
+	fwk.StoreScheduleResults(ctx, signature, hint, host, sorted, cycle)
 	return ScheduleResult{SuggestedHost: host, EvaluatedNodes: evaluated, FeasibleNodes: len(feasible)}, nil
 }
 
-// findNodesThatFitPod runs PreFilter once and Filter over the nodes, trying
-// the pod's nominated node first.
-func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+// findNodesThatFitPod runs PreFilter once and Filter over the nodes. A
+// pod's nominated node, else the batch's hint, is tried alone first; if it
+// passes, the search (and the move of the next cycle's start) is skipped,
+// as upstream. It returns the hint it got.
+func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, signature framework.PodSignature, cycle int64) ([]*framework.NodeInfo, framework.Diagnosis, string, error) {
 	logger := klog.FromContext(ctx)
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	allNodes, err := s.snapshot.List()
 	if err != nil {
-		return nil, diagnosis, err
+		return nil, diagnosis, "", err
 	}
 	preRes, st, narrowing := fwk.RunPreFilterPlugins(ctx, state, pod)
 	diagnosis.UnschedulablePlugins = narrowing
 	if !st.IsSuccess() {
 		if !st.IsRejected() {
-			return nil, diagnosis, st.AsError()
+			return nil, diagnosis, "", st.AsError()
 		}
 		// Every node gets the same status so that preemption sees them all.
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(st)
 		diagnosis.PreFilterMsg = st.Message()
 		logger.V(5).Info("Status after running PreFilter plugins for pod", "status", st.Message())
 		diagnosis.AddPluginStatus(st)
-		return nil, diagnosis, nil
+		return nil, diagnosis, "", nil
 	}
 
-	// A nominated node was likely freed by preemption for this very pod:
+	// Asked even for a nominated pod, as upstream: the batch then counts
+	// the pod as a reason its results were not used.
+	hint := fwk.GetNodeHint(ctx, pod, signature, state, cycle)
+	// A nominated node was likely freed by preemption for this very pod,
+	// and a hint is the best node of the previous identical pod's search:
 	// try it alone first.
-	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+	if nnn := pod.Status.NominatedNodeName; nnn != "" || hint != "" {
+		if nnn == "" {
+			nnn = hint
+		}
 		feasible, err := s.evaluateNominatedNode(ctx, fwk, state, pod, nnn, &diagnosis)
 		if err != nil {
 			logger.Error(err, "Evaluation failed on nominated node", "node", nnn)
 		}
 		if len(feasible) != 0 {
-			return feasible, diagnosis, nil
+			return feasible, diagnosis, hint, nil
 		}
 	}
 
@@ -277,15 +299,20 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowing))))
 	}
 	numToFind := int(fwk.NumFeasibleNodesToFind(int32(len(nodes))))
+	if !scoresOrFiltersWithExtenders(fwk) {
+		// Every feasible node would score the same: the first one found is
+		// as good as any, as upstream.
+		numToFind = 1
+	}
 	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, s.nextStartNodeIndex, numToFind)
 	// Move the start even on error, so every node gets its turn.
 	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(allNodes)
 	if err != nil {
-		return nil, diagnosis, err
+		return nil, diagnosis, hint, err
 	}
 	passed, err := extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
 	if err != nil {
-		return nil, diagnosis, err
+		return nil, diagnosis, hint, err
 	}
 	if len(passed) != len(feasible) {
 		// Extenders register no events, so upstream names them with a
@@ -295,7 +322,7 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk framework.Frame
 		}
 		diagnosis.UnschedulablePlugins.Insert(extender.Name)
 	}
-	return passed, diagnosis, nil
+	return passed, diagnosis, hint, nil
 }
 
 func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
@@ -310,21 +337,38 @@ func (s *Scheduler) evaluateNominatedNode(ctx context.Context, fwk framework.Fra
 	return extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
 }
 
-// prioritizeAndSelect scores the feasible nodes with the Score plugins and
-// the extenders, and picks the highest total; ties are broken uniformly at
-// random by reservoir sampling, as upstream.
-func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) (string, error) {
+// scoresOrFiltersWithExtenders reports whether fwk scores nodes (plugins or
+// extenders) or has filtering extenders, upstream's hasScoring ||
+// hasExtenderFilters.
+func scoresOrFiltersWithExtenders(fwk framework.Framework) bool {
+	if fwk.HasScorePlugins() {
+		return true
+	}
+	for _, e := range runtime.Extenders(fwk) {
+		if e.IsPrioritizer() || e.IsFilter() {
+			return true
+		}
+	}
+	return false
+}
+
+// prioritizeNodes scores the feasible nodes with the Score plugins and
+// the extenders. Without either, every node scores 1, as upstream.
+func (s *Scheduler) prioritizeNodes(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) ([]framework.NodePluginScores, error) {
 	exts := runtime.Extenders(fwk)
 	if len(exts) == 0 && !fwk.HasScorePlugins() {
-		// Every node scores the same.
-		return feasible[rand.IntN(len(feasible))].Node().Name, nil
+		scores := make([]framework.NodePluginScores, len(feasible))
+		for i, ni := range feasible {
+			scores[i] = framework.NodePluginScores{Name: ni.Node().Name, TotalScore: 1}
+		}
+		return scores, nil
 	}
 	if st := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
-		return "", st.AsError()
+		return nil, st.AsError()
 	}
 	scores, st := fwk.RunScorePlugins(ctx, state, pod, feasible)
 	if !st.IsSuccess() {
-		return "", st.AsError()
+		return nil, st.AsError()
 	}
 	if klogV := klog.FromContext(ctx).V(10); klogV.Enabled() {
 		for _, ns := range scores {
@@ -334,30 +378,7 @@ func (s *Scheduler) prioritizeAndSelect(ctx context.Context, fwk framework.Frame
 	if len(exts) != 0 {
 		extender.AddScores(ctx, exts, pod, feasible, scores)
 	}
-	return selectHost(scores)
-}
-
-// selectHost returns the node with the highest total score; among equal
-// ones each is chosen with the same probability.
-func selectHost(scores []framework.NodePluginScores) (string, error) {
-	if len(scores) == 0 {
-		return "", errors.New("empty priorityList")
-	}
-	best := scores[0].TotalScore
-	selected := scores[0].Name
-	ties := 1
-	for _, ns := range scores[1:] {
-		switch {
-		case ns.TotalScore > best:
-			best, selected, ties = ns.TotalScore, ns.Name, 1
-		case ns.TotalScore == best:
-			ties++
-			if rand.IntN(ties) == 0 {
-				selected = ns.Name
-			}
-		}
-	}
-	return selected, nil
+	return scores, nil
 }
 
 // bindingCycle waits for Permit and binds; it runs on its own goroutine.
