@@ -15,6 +15,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,10 +70,14 @@ type options struct {
 	// profiles' extenders are allowed (extender.Policy).
 	allowedExtenderURLPrefixes string
 	extenderMaxReplyBytes      int64
+
+	// featureGates are the kube-scheduler gates the operator lets people
+	// set, as kube-scheduler's --feature-gates.
+	featureGates featuregate.MutableFeatureGate
 }
 
 func main() {
-	var o options
+	o := options{featureGates: scheduler.NewFeatureGate()}
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
 	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty means a self-signed certificate made at start.")
@@ -93,6 +98,7 @@ func main() {
 	flag.StringVar(&o.ownSchedulerNamePrefixes, "own-scheduler-name-prefixes", "", "Comma-separated schedulerName prefixes that are this operator's: a pending pod with such a schedulerName that no SchedulingProfile serves gets a NoProfile event, as do pods of names a profile served since the operator started. Empty means only the latter.")
 	flag.StringVar(&o.allowedExtenderURLPrefixes, strings.TrimPrefix(extender.AllowedURLPrefixesFlag, "--"), "", "Comma-separated URL prefixes SchedulingProfiles' HTTP extenders may be called at (e.g. https://gpu-extender.kube-system.svc:8443/scheduler); a prefix without a port allows its scheme's default port, one whose host ends in :* (http://127.0.0.1:*) every port. Empty refuses every profile with extenders.")
 	flag.Int64Var(&o.extenderMaxReplyBytes, "extender-max-reply-bytes", extender.DefaultMaxReplyBytes, "How many bytes an extender's reply may have beyond the size of the request it answers (at most 64 MiB, and no reply is read past 64 MiB); a larger reply is refused.")
+	flag.Func("feature-gates", "Comma-separated key=value pairs of kube-scheduler feature gates, as kube-scheduler's flag; only these may be set, the others keep kube-scheduler 1.37's defaults:\n"+strings.Join(o.featureGates.KnownFeatures(), "\n"), o.featureGates.Set)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -184,6 +190,7 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 		scheduler.WithParallelism(o.parallelism),
 		scheduler.WithExtenderPolicy(policy),
 		scheduler.WithOwnSchedulerNamePrefixes(splitNames(o.ownSchedulerNamePrefixes)...),
+		scheduler.WithOpportunisticBatching(o.featureGates.Enabled(scheduler.OpportunisticBatching)),
 	}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))
