@@ -170,11 +170,15 @@ type frameworkImpl struct {
 	// extenders are the profile's HTTP extenders, in the profile's order.
 	extenders []*extender.Extender
 
-	// signPlugins sign pods; batch keeps a cycle's results for the next
-	// pod with the same signature. Both are nil when the instance does not
-	// batch (see computeBatchablePlugins).
-	signPlugins []framework.SignPlugin
+	// batch keeps a cycle's results for the next pod with the same
+	// signature; nil when opportunistic batching is off. signs tells
+	// whether the instance signs pods, with signPlugins (see
+	// computeBatchablePlugins). As upstream, an instance that batches but
+	// cannot sign still runs the batch, which then only counts unsigned
+	// pods in its metrics.
 	batch       *opportunisticBatch
+	signs       bool
+	signPlugins []framework.SignPlugin
 
 	// nodeScores recycles RunScorePlugins' score buffer (nodes × score
 	// plugins, the largest allocation of a cycle) from one cycle to the next.
@@ -353,6 +357,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.pluginObs[Unreserve] = observersFor(f.metrics, f.reservePlugins, Unreserve)
 	f.pluginObs[PreBindPreFlight] = observersFor(f.metrics, f.preBindPlugins, PreBindPreFlight)
 	if !o.disableBatching {
+		f.batch = &opportunisticBatch{f: f}
 		f.computeBatchablePlugins(logger)
 		f.pluginObs[Sign] = observersFor(f.metrics, f.signPlugins, Sign)
 	}

@@ -65,7 +65,7 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 	}
 	if enable {
 		f.signPlugins = signers
-		f.batch = &opportunisticBatch{f: f}
+		f.signs = true
 	}
 }
 
@@ -74,7 +74,7 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 // signature is the JSON of every plugin's fragments by key, with the
 // pod's schedulerName, as upstream's.
 func (f *frameworkImpl) SignPod(ctx context.Context, pod *v1.Pod) (sig framework.PodSignature) {
-	if f.batch == nil {
+	if !f.signs {
 		return nil
 	}
 	var status *framework.Status
