@@ -351,7 +351,7 @@ func TestBatchInvalidation(t *testing.T) {
 			between: func(e *batchEnv, _ string) *v1.Pod {
 				for i := 1; i < 8; i++ {
 					node := fmt.Sprintf("node-%02d", i)
-					filler := st.MakePod().Name("filler-"+node).UID("filler-"+node).Node(node).
+					filler := st.MakePod().Name("filler-" + node).UID("filler-" + node).Node(node).
 						Req(map[v1.ResourceName]string{v1.ResourceCPU: fmt.Sprint(4 + 3*i)}).Obj()
 					if err := e.s.cache.AddPod(e.s.logger, filler); err != nil {
 						e.t.Fatal(err)

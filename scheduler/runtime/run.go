@@ -511,10 +511,17 @@ func (f *frameworkImpl) NormalizeScores(ctx context.Context, state *framework.Cy
 	defer f.nodeScores.Put(buf)
 	all := *buf
 	for i, nps := range scores {
-		for _, rs := range nps.RawScores {
-			if p, ok := index[rs.Name]; ok {
-				all[p*numNodes+i] = framework.NodeScore{Name: nps.Name, Score: rs.Score}
+		for j, rs := range nps.RawScores {
+			// Raw scores are in plugin order unless the plugins that run
+			// changed since they were taken: look them up only then.
+			p := j
+			if p >= len(plugins) || plugins[p].Name() != rs.Name {
+				var ok bool
+				if p, ok = index[rs.Name]; !ok {
+					continue
+				}
 			}
+			all[p*numNodes+i] = framework.NodeScore{Name: nps.Name, Score: rs.Score}
 		}
 	}
 	return f.normalizeScores(ctx, state, pod, plugins, all, scores)

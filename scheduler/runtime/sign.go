@@ -12,9 +12,6 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
 
-// Sign is the extension point label of pod signing in the metrics.
-const Sign = "Sign"
-
 // WithOpportunisticBatching turns opportunistic batching on or off for the
 // instance: signing pods and reusing a cycle's results for the next pod
 // with the same signature. It is on by default, as upstream's
@@ -73,7 +70,7 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 // instance does not sign pods or a plugin cannot sign this one. The
 // signature is the JSON of every plugin's fragments by key, with the
 // pod's schedulerName, as upstream's.
-func (f *frameworkImpl) SignPod(ctx context.Context, pod *v1.Pod) (sig framework.PodSignature) {
+func (f *frameworkImpl) SignPod(ctx context.Context, pod *v1.Pod) framework.PodSignature {
 	if !f.signs {
 		return nil
 	}
