@@ -55,6 +55,8 @@ type batchEnv struct {
 	// full is an instance of the same profile that never batches, for
 	// bestNodes.
 	full framework.Framework
+	// pods counts the pods made by pod, for their names.
+	pods int
 }
 
 const batchProfile = "batch"
@@ -159,12 +161,10 @@ func batchNodes(n int) []*v1.Node {
 	return nodes
 }
 
-var podSeq int
-
-// batchPod is one of a run of identical pods: only name and UID differ.
-func batchPod() *st.PodWrapper {
-	podSeq++
-	name := fmt.Sprint("pod-", podSeq)
+// pod is one of a run of identical pods: only name and UID differ.
+func (e *batchEnv) pod() *st.PodWrapper {
+	e.pods++
+	name := fmt.Sprint("pod-", e.pods)
 	return st.MakePod().Name(name).UID(name).SchedulerName(batchProfile).Label("app", "web").Container("nginx").
 		Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"})
 }
@@ -205,7 +205,7 @@ func (e *batchEnv) bestNodes(pod *v1.Pod) []string {
 func TestBatchingPlacesAsWithout(t *testing.T) {
 	e := newBatchEnv(t, noSpreadProfile(), batchNodes(12))
 	for i := range 40 {
-		pod := batchPod().Obj()
+		pod := e.pod().Obj()
 		if i == 20 {
 			pod.Annotations = map[string]string{rejectAnnotation: "true"}
 		}
@@ -230,7 +230,7 @@ func TestBatchingPlacesAsWithout(t *testing.T) {
 func TestBatchingOff(t *testing.T) {
 	e := newBatchEnv(t, noSpreadProfile(), batchNodes(4), WithOpportunisticBatching(false))
 	for range 3 {
-		if e.schedule(batchPod().Obj()) == "" {
+		if e.schedule(e.pod().Obj()) == "" {
 			t.Fatal("pod not placed")
 		}
 	}
@@ -263,7 +263,7 @@ func TestBatchInvalidation(t *testing.T) {
 		},
 		{
 			name:     "a nominated pod bypasses the batch and tries its nominated node",
-			between:  func(*batchEnv, string) *v1.Pod { return batchPod().NominatedNodeName("node-00").Obj() },
+			between:  func(e *batchEnv, _ string) *v1.Pod { return e.pod().NominatedNodeName("node-00").Obj() },
 			wantNode: "node-00",
 			want: []string{
 				"scheduler_batch_attempts_total{result=no_hint} 2",
@@ -274,7 +274,7 @@ func TestBatchInvalidation(t *testing.T) {
 		},
 		{
 			name:    "a pod with another signature",
-			between: func(*batchEnv, string) *v1.Pod { return batchPod().Label("app", "db").Obj() },
+			between: func(e *batchEnv, _ string) *v1.Pod { return e.pod().Label("app", "db").Obj() },
 			want: []string{
 				"scheduler_batch_attempts_total{result=no_hint} 2",
 				"scheduler_batch_cache_flushed_total{reason=pod_incompatible} 1",
@@ -283,7 +283,7 @@ func TestBatchInvalidation(t *testing.T) {
 		{
 			name: "a pod that failed in between",
 			between: func(e *batchEnv, _ string) *v1.Pod {
-				if node := e.schedule(batchPod().Req(map[v1.ResourceName]string{v1.ResourceCPU: "1000"}).Obj()); node != "" {
+				if node := e.schedule(e.pod().Req(map[v1.ResourceName]string{v1.ResourceCPU: "1000"}).Obj()); node != "" {
 					e.t.Fatalf("pod too large for any node placed on %s", node)
 				}
 				return nil
@@ -300,7 +300,7 @@ func TestBatchInvalidation(t *testing.T) {
 				other := noSpreadProfile()
 				other.SchedulerName = ptr.To("other")
 				e.publish(other)
-				if e.schedule(batchPod().SchedulerName("other").Obj()) == "" {
+				if e.schedule(e.pod().SchedulerName("other").Obj()) == "" {
 					e.t.Fatal("other profile's pod not placed")
 				}
 				return nil
@@ -370,7 +370,7 @@ func TestBatchInvalidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newBatchEnv(t, noSpreadProfile(), batchNodes(8))
-			nodeA := e.schedule(batchPod().Obj())
+			nodeA := e.schedule(e.pod().Obj())
 			if nodeA == "" {
 				t.Fatal("pod A not placed")
 			}
@@ -379,7 +379,7 @@ func TestBatchInvalidation(t *testing.T) {
 				b = tt.between(e, nodeA)
 			}
 			if b == nil {
-				b = batchPod().Obj()
+				b = e.pod().Obj()
 			}
 			best := []string{tt.wantNode}
 			if tt.wantNode == "" {
@@ -403,13 +403,13 @@ func TestBatchPercentageOfNodesToScore(t *testing.T) {
 	profile := noSpreadProfile()
 	profile.PercentageOfNodesToScore = ptr.To[int32](50)
 	e := newBatchEnv(t, profile, batchNodes(200), WithParallelism(1))
-	if e.schedule(batchPod().Obj()) == "" {
+	if e.schedule(e.pod().Obj()) == "" {
 		t.Fatal("pod A not placed")
 	}
 	if e.s.nextStartNodeIndex != 100 {
 		t.Fatalf("after a search of half of 200 nodes the next starts at %d, want 100", e.s.nextStartNodeIndex)
 	}
-	nodeB := e.schedule(batchPod().Obj())
+	nodeB := e.schedule(e.pod().Obj())
 	var index int
 	if _, err := fmt.Sscanf(nodeB, "node-%d", &index); err != nil || index >= 100 {
 		t.Errorf("pod B went to %q, want a node of the first window (node-00 to node-99)", nodeB)
