@@ -3,13 +3,18 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 // signingFilter is a Filter plugin that signs with fixed fragments or status.
@@ -70,5 +75,51 @@ func TestSignPodInstances(t *testing.T) {
 				t.Errorf("SignPod = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSignPodMetrics: signing is observed at the Sign extension point,
+// always as Success like upstream's (whose status there is never set),
+// and per plugin with the plugin's own code.
+func TestSignPodMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &signingFilter{filterOnly: filterOnly{name: "A"}}
+	refuses := &signingFilter{filterOnly: filterOnly{name: "Refuses"}, status: framework.NewStatus(framework.Unschedulable, "not signable")}
+	fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a, "Refuses": refuses}),
+		&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "A"}, {Name: "Refuses"}}}}, WithMetrics(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fw.Close() }()
+	if sig := fw.SignPod(t.Context(), makePod("p")); sig != nil {
+		t.Fatalf("SignPod = %q, want nil", sig)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			if slices.Contains(labels, "extension_point=Sign") {
+				got = append(got, mf.GetName()+"{"+strings.Join(labels, ",")+"}")
+			}
+		}
+	}
+	want := []string{
+		"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
+		"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=A,status=Success}",
+		"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=Refuses,status=Unschedulable}",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sign series (-want +got):\n%s", diff)
 	}
 }
