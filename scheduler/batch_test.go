@@ -424,3 +424,18 @@ func TestBatchPercentageOfNodesToScore(t *testing.T) {
 		t.Errorf("batch metrics (-want +got):\n%s", diff)
 	}
 }
+
+// TestSearchWithoutScoring: a profile that scores nothing (no Score
+// plugins, no extenders) stops its search at the first feasible node, as
+// upstream: every node would score the same.
+func TestSearchWithoutScoring(t *testing.T) {
+	profile := noSpreadProfile()
+	profile.Plugins.Score.Disabled = []configv1.Plugin{{Name: "*"}}
+	e := newBatchEnv(t, profile, batchNodes(200), WithParallelism(1))
+	if e.schedule(e.pod().Obj()) == "" {
+		t.Fatal("pod not placed")
+	}
+	if e.s.nextStartNodeIndex != 1 {
+		t.Errorf("the next search starts at %d, want 1: the first node fits", e.s.nextStartNodeIndex)
+	}
+}
