@@ -132,6 +132,17 @@ type Framework interface {
 	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
 	NumFeasibleNodesToFind(numAllNodes int32) int32
 
+	// SignPod returns pod's signature (see PodSignature), or nil when the
+	// instance does not batch or some plugin cannot sign the pod.
+	SignPod(ctx context.Context, pod *v1.Pod) PodSignature
+	// GetNodeHint returns the node the previous cycle's results point the
+	// pod to, or "" when they cannot be used for it (opportunistic
+	// batching). cycle is the scheduling queue's cycle of the pod.
+	GetNodeHint(ctx context.Context, pod *v1.Pod, signature PodSignature, state *CycleState, cycle int64) string
+	// StoreScheduleResults records the cycle's choice, the hint it was
+	// given and the other feasible nodes, best first, for GetNodeHint.
+	StoreScheduleResults(ctx context.Context, signature PodSignature, hintedNode, chosenNode string, otherNodes *SortedScoredNodes, cycle int64)
+
 	// Close rejects pods still waiting at Permit and closes plugins that
 	// implement io.Closer. Call it once the instance is retired.
 	Close() error

@@ -30,10 +30,18 @@ type PluginScore struct {
 // NodePluginScores is the score breakdown of one node.
 type NodePluginScores struct {
 	Name string
+	// RawScores holds what each scoring plugin that ran returned for the
+	// node before NormalizeScore and weights, in plugin order. Opportunistic
+	// batching keeps them to normalize again when a node is re-scored.
+	RawScores []PluginScore
 	// Scores holds one weighted score per scoring plugin that ran, in plugin order.
 	Scores []PluginScore
 	// TotalScore is the sum of Scores.
 	TotalScore int64
+	// Randomizer breaks ties between equal TotalScores in SortedScoredNodes
+	// (the larger wins). As upstream, only extenders' scores set it: nodes
+	// scored by plugins alone keep 0.
+	Randomizer int
 }
 
 const (

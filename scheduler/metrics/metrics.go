@@ -41,6 +41,31 @@ const (
 	Reserve                     = "Reserve"
 	Unreserve                   = "Unreserve"
 	Permit                      = "Permit"
+	// Sign is the extension point of SignPlugins (pod signatures).
+	Sign = "Sign"
+)
+
+// Results of scheduler_batch_attempts_total, as upstream.
+const (
+	BatchAttemptNoHint      = "no_hint"
+	BatchAttemptHintUsed    = "hint_used"
+	BatchAttemptHintNotUsed = "hint_not_used"
+)
+
+// Reasons of scheduler_batch_cache_flushed_total, as upstream.
+const (
+	BatchFlushPodFailed       = "pod_failed"
+	BatchFlushPodSkipped      = "pod_skipped"
+	BatchFlushPodNominated    = "pod_nominated"
+	BatchFlushNodeMissing     = "node_missing"
+	BatchFlushEmptyList       = "empty_list"
+	BatchFlushExpired         = "expired"
+	BatchFlushPodIncompatible = "pod_incompatible"
+	BatchFlushPodNotBatchable = "pod_not_batchable"
+	BatchFlushFilterError     = "filter_error"
+	BatchFlushPreScoreError   = "prescore_error"
+	BatchFlushRescoreError    = "rescore_error"
+	BatchFlushNormalizeError  = "normalize_error"
 )
 
 // Metrics is every metric of one scheduling loop. The fields are safe for
@@ -68,6 +93,19 @@ type Metrics struct {
 	PluginExecutionDuration *prometheus.HistogramVec
 	// PermitWaitDuration is scheduler_permit_wait_duration_seconds{result}.
 	PermitWaitDuration *prometheus.HistogramVec
+
+	// BatchAttempts is scheduler_batch_attempts_total{profile, result}.
+	BatchAttempts *prometheus.CounterVec
+	// BatchCacheFlushed is scheduler_batch_cache_flushed_total{profile, reason}.
+	BatchCacheFlushed *prometheus.CounterVec
+	// BatchRescoreAttempts is scheduler_batch_rescore_attempts_total{profile}.
+	BatchRescoreAttempts *prometheus.CounterVec
+	// BatchRescoreDuration is scheduler_batch_rescore_duration_seconds{profile}.
+	BatchRescoreDuration *prometheus.HistogramVec
+	// GetNodeHintDuration is scheduler_get_node_hint_duration_seconds{hinted, profile}.
+	GetNodeHintDuration *prometheus.HistogramVec
+	// StoreScheduleResultsDuration is scheduler_store_schedule_results_duration_seconds{profile}.
+	StoreScheduleResultsDuration *prometheus.HistogramVec
 
 	// PreemptionAttempts is scheduler_preemption_attempts_total.
 	PreemptionAttempts prometheus.Counter
@@ -191,6 +229,40 @@ func NewUnregistered() *Metrics {
 			Help:      "Duration of waiting on permit.",
 			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"result"}),
+		BatchAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_attempts_total",
+			Help:      "Counts of results when we attempt to use batching.",
+		}, []string{ProfileLabel, "result"}),
+		BatchCacheFlushed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_cache_flushed_total",
+			Help:      "Counts of cache flushes by reason.",
+		}, []string{ProfileLabel, "reason"}),
+		BatchRescoreAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_rescore_attempts_total",
+			Help:      "Counts of rescore attempts during opportunistic batching.",
+		}, []string{ProfileLabel}),
+		BatchRescoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_rescore_duration_seconds",
+			Help:      "Latency for rescoring a node during opportunistic batching.",
+			// 0.01ms up to [~20ms, Inf).
+			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{ProfileLabel}),
+		GetNodeHintDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "get_node_hint_duration_seconds",
+			Help:      "Latency for getting a node hint.",
+			Buckets:   prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{"hinted", ProfileLabel}),
+		StoreScheduleResultsDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "store_schedule_results_duration_seconds",
+			Help:      "Latency for storing scheduling results.",
+			Buckets:   prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{ProfileLabel}),
 		PreemptionAttempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "preemption_attempts_total",
@@ -253,6 +325,8 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.ScheduleAttempts, m.SchedulingAttemptDuration, m.PodSchedulingSLIDuration, m.PodSchedulingAttempts,
 		m.PendingPods, m.UnservedPendingPods,
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
+		m.BatchAttempts, m.BatchCacheFlushed, m.BatchRescoreAttempts, m.BatchRescoreDuration,
+		m.GetNodeHintDuration, m.StoreScheduleResultsDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
 		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
@@ -270,6 +344,12 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.SchedulingAttemptDuration.DeletePartialMatch(labels)
 	m.PodSchedulingSLIDuration.DeletePartialMatch(labels)
 	m.FrameworkExtensionPointDuration.DeletePartialMatch(labels)
+	m.BatchAttempts.DeletePartialMatch(labels)
+	m.BatchCacheFlushed.DeletePartialMatch(labels)
+	m.BatchRescoreAttempts.DeletePartialMatch(labels)
+	m.BatchRescoreDuration.DeletePartialMatch(labels)
+	m.GetNodeHintDuration.DeletePartialMatch(labels)
+	m.StoreScheduleResultsDuration.DeletePartialMatch(labels)
 }
 
 // DeleteShadow deletes the series of the shadow profile named profile.

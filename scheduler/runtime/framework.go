@@ -44,6 +44,7 @@ type frameworkOptions struct {
 	extenders                      []configv1.Extender
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
+	disableBatching                bool
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -168,6 +169,16 @@ type frameworkImpl struct {
 
 	// extenders are the profile's HTTP extenders, in the profile's order.
 	extenders []*extender.Extender
+
+	// batch keeps a cycle's results for the next pod with the same
+	// signature; nil when opportunistic batching is off. signs tells
+	// whether the instance signs pods, with signPlugins (see
+	// computeBatchablePlugins). As upstream, an instance that batches but
+	// cannot sign still runs the batch, which then only counts unsigned
+	// pods in its metrics.
+	batch       *opportunisticBatch
+	signs       bool
+	signPlugins []framework.SignPlugin
 
 	// nodeScores recycles RunScorePlugins' score buffer (nodes × score
 	// plugins, the largest allocation of a cycle) from one cycle to the next.
@@ -336,13 +347,18 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.pluginObs[ScoreExtensionNormalize] = observersFor(f.metrics, f.scorePlugins, ScoreExtensionNormalize)
 	f.pluginObs[Unreserve] = observersFor(f.metrics, f.reservePlugins, Unreserve)
 	f.pluginObs[PreBindPreFlight] = observersFor(f.metrics, f.preBindPlugins, PreBindPreFlight)
+	if !o.disableBatching {
+		f.batch = &opportunisticBatch{f: f}
+		f.computeBatchablePlugins(logger)
+		f.pluginObs[Sign] = observersFor(f.metrics, f.signPlugins, Sign)
+	}
 	for _, p := range f.filterPlugins {
 		f.filterObs = append(f.filterObs, f.pluginObs[Filter][p.Name()])
 	}
 	for _, p := range f.scorePlugins {
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
-	for _, point := range []string{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
+	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
 		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 

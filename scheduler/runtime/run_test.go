@@ -369,8 +369,8 @@ func TestRunScorePlugins(t *testing.T) {
 			},
 			weights: []int32{2, 3},
 			want: []framework.NodePluginScores{
-				{Name: "node-0", Scores: []framework.PluginScore{{Name: "A", Score: 20}, {Name: "B", Score: 300}}, TotalScore: 320},
-				{Name: "node-1", Scores: []framework.PluginScore{{Name: "A", Score: 100}, {Name: "B", Score: 0}}, TotalScore: 100},
+				{Name: "node-0", RawScores: []framework.PluginScore{{Name: "A", Score: 1}, {Name: "B", Score: 100}}, Scores: []framework.PluginScore{{Name: "A", Score: 20}, {Name: "B", Score: 300}}, TotalScore: 320},
+				{Name: "node-1", RawScores: []framework.PluginScore{{Name: "A", Score: 5}, {Name: "B", Score: 0}}, Scores: []framework.PluginScore{{Name: "A", Score: 100}, {Name: "B", Score: 0}}, TotalScore: 100},
 			},
 		},
 		{
@@ -393,8 +393,8 @@ func TestRunScorePlugins(t *testing.T) {
 			},
 			weights: []int32{1, 1},
 			want: []framework.NodePluginScores{
-				{Name: "node-0", Scores: []framework.PluginScore{{Name: "B", Score: 7}}, TotalScore: 7},
-				{Name: "node-1", Scores: []framework.PluginScore{{Name: "B", Score: 8}}, TotalScore: 8},
+				{Name: "node-0", RawScores: []framework.PluginScore{{Name: "B", Score: 7}}, Scores: []framework.PluginScore{{Name: "B", Score: 7}}, TotalScore: 7},
+				{Name: "node-1", RawScores: []framework.PluginScore{{Name: "B", Score: 8}}, Scores: []framework.PluginScore{{Name: "B", Score: 8}}, TotalScore: 8},
 			},
 		},
 	}
@@ -423,6 +423,51 @@ func TestRunScorePlugins(t *testing.T) {
 				t.Errorf("scores (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRawScoreAndNormalize checks the two halves of RunScorePlugins that
+// opportunistic batching uses to re-score one node among kept ones: the
+// raw scores of a node, and normalizing kept raw scores anew.
+func TestRawScoreAndNormalize(t *testing.T) {
+	nodes := makeNodes(3)
+	a := &scorePlugin{name: "A", scores: map[string]int64{"node-0": 1, "node-1": 5, "node-2": 10}, normalizeFactor: 10}
+	b := &scorePlugin{name: "B", scores: map[string]int64{"node-0": 100, "node-1": 0, "node-2": 50}}
+	fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a, "B": b}),
+		&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("A", 2), weighted("B", 3)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fw.Close() }()
+	f := fw
+	state := framework.NewCycleState()
+	pod := makePod("p")
+	if s := f.RunPreScorePlugins(t.Context(), state, pod, nodes); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	all, status := f.RunScorePlugins(t.Context(), state, pod, nodes)
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	raw, status := f.RunRawScorePlugins(t.Context(), state, pod, nodes[2])
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if diff := cmp.Diff(all[2].RawScores, raw); diff != "" {
+		t.Errorf("raw scores of node-2 (-RunScorePlugins +RunRawScorePlugins):\n%s", diff)
+	}
+	// Kept entries of node-0 and node-1 plus node-2 re-scored: the same
+	// totals as scoring the three at once.
+	kept := []framework.NodePluginScores{
+		{Name: "node-0", RawScores: all[0].RawScores},
+		{Name: "node-1", RawScores: all[1].RawScores},
+		{Name: "node-2", RawScores: raw},
+	}
+	if status := f.NormalizeScores(t.Context(), state, pod, kept); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if diff := cmp.Diff(all, kept); diff != "" {
+		t.Errorf("normalized again (-RunScorePlugins +NormalizeScores):\n%s", diff)
 	}
 }
 
