@@ -51,6 +51,7 @@ const (
 	SchedulerNameSignerName = "v1.Pod.Spec.SchedulerName"
 	TolerationsSignerName   = "v1.Pod.Spec.Tolerations"
 	VolumesSignerName       = "v1.Pod.Spec.Volumes.NonSyntheticSources()"
+	FeaturesSignerName      = "v1.Pod.Spec.RequiredFeatures()"
 )
 
 // The signers below are shared by several plugins. They follow upstream's

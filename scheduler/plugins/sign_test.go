@@ -175,6 +175,18 @@ func TestSignPod(t *testing.T) {
 			want:    sched(map[string]any{framework.ImageNamesSignerName: []any{"busybox:1.36", "nginx:latest"}}),
 		},
 		{
+			name:    "NodeDeclaredFeatures signs a pod that needs no feature with an empty set",
+			plugins: []string{"NodeDeclaredFeatures"},
+			pod:     pod().Container("img").Obj(),
+			want:    sched(map[string]any{framework.FeaturesSignerName: "00000"}),
+		},
+		{
+			name:    "NodeDeclaredFeatures signs the features the pod needs, one bit per known feature in name order (RestartAllContainersOnContainerExits, UserNamespacesHostNetworkSupport last)",
+			plugins: []string{"NodeDeclaredFeatures"},
+			pod:     pod().RestartAllContainersOn(42).HostNetwork(true).HostUsers(false).Obj(),
+			want:    sched(map[string]any{framework.FeaturesSignerName: "00011"}),
+		},
+		{
 			name:    "UnsupportedFeatures signs with no fragment",
 			plugins: []string{"UnsupportedFeatures"},
 			pod:     pod().Obj(),
