@@ -169,11 +169,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	// when it starts to lead (at start without leader election): a
 	// standby's event would not pass the Lease fence, and it is the leader
 	// whose placements depend on the API server's behaviour.
+	// The manager starts runnables with a context of its own, without
+	// Setup's logger: the check takes that logger along.
 	regarding := operatorObject(namespace)
 	schedVersion := version.MustParseGeneric(SchedulerVersion)
+	logger := klog.FromContext(ctx)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if _, err := CheckAPIServerVersion(ctx, clientset.Discovery(), recorder, regarding, schedVersion); err != nil {
-			klog.FromContext(ctx).Error(err, "Cannot check the API server's version against the supported skew")
+		if _, err := CheckAPIServerVersion(klog.NewContext(ctx, logger), clientset.Discovery(), recorder, regarding, schedVersion); err != nil {
+			logger.Error(err, "Cannot check the API server's version against the supported skew")
 		}
 		return nil
 	})); err != nil {
