@@ -337,7 +337,12 @@ pluginConfig:
 		sp.Spec.Plugins = &schedulingv1alpha1.Plugins{Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}}}
 		Expect(k8sClient.Update(ctx, sp)).To(Succeed())
 		Eventually(profileCondition("bulky", schedulingv1alpha1.ProfileAccepted)).Should(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec))
+		Expect(reconcileErrors()).To(Equal(errorsBefore))
 		stopOperator()
+		// A reconcile the stop cancels (the status write of the refused
+		// generation brings one) counts as an error; only the new run's
+		// count is about the large spec.
+		errorsBefore = reconcileErrors()
 		startOperator()
 		Eventually(func() bool { return op.Profiles.Get("bulky") != nil }).Should(BeTrue())
 		Expect(getProfile("bulky").Status.ServingGeneration).To(BeEquivalentTo(1))
