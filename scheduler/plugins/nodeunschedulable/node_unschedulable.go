@@ -31,11 +31,12 @@ var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.Tai
 // feature gate, alpha and off in Kubernetes 1.36.
 const enableComparisonOperators = false
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReasonUnschedulable}
-
-type nodeUnschedulable struct{}
+type nodeUnschedulable struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
+}
 
 var (
 	_ framework.FilterPlugin      = (*nodeUnschedulable)(nil)
@@ -44,14 +45,14 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodeUnschedulable{}, nil
+	return &nodeUnschedulable{rejected: []string{ErrReasonUnschedulable}}, nil
 }
 
 func (*nodeUnschedulable) Name() string { return Name }
 
 // Filter rejects a cordoned node unless the pod tolerates it. Preemption
 // cannot uncordon a node, hence UnschedulableAndUnresolvable.
-func (*nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	node := nodeInfo.Node()
 	if !node.Spec.Unschedulable {
 		return nil
@@ -63,7 +64,7 @@ func (*nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, p
 	if l := logger.V(4); l.Enabled() {
 		l.Info("Node is unschedulable and the pod does not tolerate it", "pod", klog.KObj(pod), "node", klog.KObj(node))
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, pl.rejected...)
 }
 
 func tolerates(logger klog.Logger, pod *v1.Pod) bool {
