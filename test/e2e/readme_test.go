@@ -79,9 +79,9 @@ var walkthrough = []step{
 	// The same reason offline, from the dry run and at apply time.
 	{badPatch + ` --dry-run=client -o yaml | profile-scheduler validate - 2>&1 | grep NoSuchPlugin`,
 		contains(`<stdin>:1: profile-scheduler: ` + noSuchPlugin)},
-	{badPatch + ` --dry-run=server 2>&1 | grep 'denied the request'`,
+	{badPatch + ` --dry-run=client -o yaml | kubectl apply --dry-run=server -f - 2>&1 | grep 'denied the request'`,
 		contains(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile profile-scheduler ` + noSuchPlugin)},
-	{badPatch + ` 2>&1 | grep 'denied the request'`,
+	{badPatch + ` --dry-run=client -o yaml | kubectl apply -f - 2>&1 | grep 'denied the request'`,
 		contains(`admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile profile-scheduler ` + noSuchPlugin)},
 	{`kubectl patch schedulingprofile profile-scheduler --type=merge -p '{"spec":{"pluginConfig":[{"name":"NodeResourcesFit","args":{"scoringStrategy":{"type":"MostAllocated"}}}]}}'`, contains("patched")},
 	{"kubectl wait schedulingprofile/profile-scheduler --for=condition=Ready", contains("condition met")},

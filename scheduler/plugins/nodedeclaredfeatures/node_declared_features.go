@@ -41,10 +41,6 @@ const (
 	targetVersion = "1.36.3"
 )
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReason}
-
 // Features returns the node features kube-scheduler 1.36.3 knows: the
 // registry of the component-helpers release it is built with (v0.36.3).
 // Of these, only RestartAllContainersOnContainerExits (a container restart
@@ -64,6 +60,10 @@ func Features() []ndf.Feature {
 }
 
 type nodeDeclaredFeatures struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
 	// features infers what a pod needs; immutable once built.
 	features *ndf.Framework
 	version  *version.Version
@@ -77,7 +77,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodeDeclaredFeatures{features: ndf.New(Features()), version: version.MustParse(targetVersion)}, nil
+	return &nodeDeclaredFeatures{rejected: []string{ErrReason}, features: ndf.New(Features()), version: version.MustParse(targetVersion)}, nil
 }
 
 func (*nodeDeclaredFeatures) Name() string { return Name }
@@ -119,7 +119,7 @@ func (*nodeDeclaredFeatures) PreFilterExtensions() framework.PreFilterExtensions
 // Names the node declares that 1.36.3 does not know are ignored, as
 // upstream's mapping of them does. Evicting pods never adds a feature,
 // hence UnschedulableAndUnresolvable.
-func (*nodeDeclaredFeatures) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *nodeDeclaredFeatures) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	required, err := framework.ReadAs[preFilterState](state, preFilterStateKey)
 	if err != nil {
 		return framework.AsStatus(err)
@@ -132,7 +132,7 @@ func (*nodeDeclaredFeatures) Filter(ctx context.Context, state *framework.CycleS
 		if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 			logger.Info("Node does not declare a feature the pod needs", "pod", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()), "feature", name)
 		}
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pl.rejected...)
 	}
 	return nil
 }

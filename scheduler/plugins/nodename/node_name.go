@@ -21,11 +21,12 @@ const (
 	ErrReason = "node(s) didn't match the requested node name"
 )
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReason}
-
-type nodeName struct{}
+type nodeName struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
+}
 
 var (
 	_ framework.PreFilterPlugin   = (*nodeName)(nil)
@@ -35,7 +36,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodeName{}, nil
+	return &nodeName{rejected: []string{ErrReason}}, nil
 }
 
 func (*nodeName) Name() string { return Name }
@@ -57,14 +58,14 @@ func (*nodeName) PreFilterExtensions() framework.PreFilterExtensions { return ni
 
 // Filter rejects every node but spec.nodeName. Preemption cannot change a
 // node's name, hence UnschedulableAndUnresolvable.
-func (*nodeName) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *nodeName) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	if Fits(pod, nodeInfo) {
 		return nil
 	}
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		logger.Info("Node does not match spec.nodeName", "pod", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()))
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, pl.rejected...)
 }
 
 // Fits reports whether pod may run on the node of nodeInfo by its spec.nodeName.

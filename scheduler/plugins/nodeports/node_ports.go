@@ -27,11 +27,12 @@ const (
 	preFilterStateKey framework.StateKey = "PreFilter" + Name
 )
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReason}
-
-type nodePorts struct{}
+type nodePorts struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
+}
 
 var (
 	_ framework.PreFilterPlugin   = (*nodePorts)(nil)
@@ -41,7 +42,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodePorts{}, nil
+	return &nodePorts{rejected: []string{ErrReason}}, nil
 }
 
 func (*nodePorts) Name() string { return Name }
@@ -67,7 +68,7 @@ func (*nodePorts) PreFilterExtensions() framework.PreFilterExtensions { return n
 
 // Filter rejects a node where one of the pod's host ports is in use.
 // Preemption can free ports, hence Unschedulable.
-func (*nodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *nodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	wantPorts, err := framework.ReadAs[preFilterState](state, preFilterStateKey)
 	if err != nil {
 		return framework.AsStatus(err)
@@ -78,7 +79,7 @@ func (*nodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		logger.Info("Host port conflict", "pod", klog.KObj(pod), "node", klog.KObj(nodeInfo.Node()))
 	}
-	return framework.NewStatus(framework.Unschedulable, errReasons...)
+	return framework.NewStatus(framework.Unschedulable, pl.rejected...)
 }
 
 // Fits reports whether none of pod's host ports conflicts with those used on nodeInfo.

@@ -31,11 +31,12 @@ var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.Tai
 // feature gate, alpha and off in Kubernetes 1.37.
 const enableComparisonOperators = false
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReasonUnschedulable}
-
-type nodeUnschedulable struct{}
+type nodeUnschedulable struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
+}
 
 var (
 	_ framework.PreFilterPlugin   = (*nodeUnschedulable)(nil)
@@ -45,7 +46,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodeUnschedulable{}, nil
+	return &nodeUnschedulable{rejected: []string{ErrReasonUnschedulable}}, nil
 }
 
 func (*nodeUnschedulable) Name() string { return Name }
@@ -64,7 +65,7 @@ func (*nodeUnschedulable) PreFilterExtensions() framework.PreFilterExtensions { 
 
 // Filter rejects a cordoned node unless the pod tolerates it. Preemption
 // cannot uncordon a node, hence UnschedulableAndUnresolvable.
-func (*nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	node := nodeInfo.Node()
 	if !node.Spec.Unschedulable {
 		return nil
@@ -76,7 +77,7 @@ func (*nodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, p
 	if l := logger.V(4); l.Enabled() {
 		l.Info("Node is unschedulable and the pod does not tolerate it", "pod", klog.KObj(pod), "node", klog.KObj(node))
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, pl.rejected...)
 }
 
 func tolerates(logger klog.Logger, pod *v1.Pod) bool {

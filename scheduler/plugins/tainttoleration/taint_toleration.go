@@ -29,11 +29,12 @@ const (
 // feature gate, alpha and off in Kubernetes 1.37.
 const enableComparisonOperators = false
 
-// errReasons is shared by every rejection to save an allocation per
-// rejected node; a Status never writes into its reasons in place.
-var errReasons = []string{ErrReasonUntolerated}
-
-type taintToleration struct{}
+type taintToleration struct {
+	// rejected is the reasons of every rejection, shared to save an
+	// allocation per rejected node; a Status never writes into its
+	// reasons in place.
+	rejected []string
+}
 
 var (
 	_ framework.PreFilterPlugin   = (*taintToleration)(nil)
@@ -46,7 +47,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &taintToleration{}, nil
+	return &taintToleration{rejected: []string{ErrReasonUntolerated}}, nil
 }
 
 func (*taintToleration) Name() string { return Name }
@@ -66,7 +67,7 @@ func (*taintToleration) PreFilterExtensions() framework.PreFilterExtensions { re
 // Filter rejects a node with a NoSchedule or NoExecute taint that no
 // toleration of the pod matches. Preemption cannot remove taints, hence
 // UnschedulableAndUnresolvable.
-func (*taintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (pl *taintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	node := nodeInfo.Node()
 	if len(node.Spec.Taints) == 0 {
 		return nil
@@ -79,7 +80,7 @@ func (*taintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 	if l := logger.V(4); l.Enabled() {
 		l.Info("Node had untolerated taints", "node", klog.KObj(node), "pod", klog.KObj(pod), "untoleratedTaint", taint)
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, errReasons...)
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, pl.rejected...)
 }
 
 // findUntoleratedTaint is corev1helpers.FindMatchingUntoleratedTaint with
