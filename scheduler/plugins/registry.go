@@ -1,6 +1,6 @@
 // Package plugins assembles the built-in plugins: the in-tree registry that
 // profiles draw from, and the default profile, which is kube-scheduler
-// 1.36's default profile restricted to the plugins built so far.
+// 1.37's default profile restricted to the plugins built so far.
 //
 // Both come from one ordered table, inTree. To add a plugin, give its row
 // a factory (and args validation); a row of upstream's default profile then

@@ -178,13 +178,13 @@ func TestSignPod(t *testing.T) {
 			name:    "NodeDeclaredFeatures signs a pod that needs no feature with an empty set",
 			plugins: []string{"NodeDeclaredFeatures"},
 			pod:     pod().Container("img").Obj(),
-			want:    sched(map[string]any{framework.FeaturesSignerName: "00000"}),
+			want:    sched(map[string]any{framework.FeaturesSignerName: "000000000"}),
 		},
 		{
-			name:    "NodeDeclaredFeatures signs the features the pod needs, one bit per known feature in name order (RestartAllContainersOnContainerExits, UserNamespacesHostNetworkSupport last)",
+			name:    "NodeDeclaredFeatures signs the features the pod needs, one bit per feature 1.37.2 knows, in name order (RestartAllContainersOnContainerExits and UserNamespacesHostNetworkSupport before VolumeBindMountOptions, last)",
 			plugins: []string{"NodeDeclaredFeatures"},
 			pod:     pod().RestartAllContainersOn(42).HostNetwork(true).HostUsers(false).Obj(),
-			want:    sched(map[string]any{framework.FeaturesSignerName: "00011"}),
+			want:    sched(map[string]any{framework.FeaturesSignerName: "000000110"}),
 		},
 		{
 			name:    "UnsupportedFeatures signs with no fragment",

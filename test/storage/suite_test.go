@@ -57,10 +57,6 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = testenv.New()
 	Expect(err).NotTo(HaveOccurred())
-	// The 1.36 API server drops CSIDriver.spec.preventPodSchedulingIfMissing
-	// unless VolumeLimitScaling (alpha there, beta and on in 1.37) is on;
-	// NodeVolumeLimits follows 1.37.2, where the field is stored.
-	env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "VolumeLimitScaling=true")
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	// The StatefulSet controller too, for the claims of volumeClaimTemplates.

@@ -105,7 +105,7 @@ func (s *preFilterState) empty() bool {
 // PreFilter computes the pod's requests once per cycle: the max of each
 // init container (sidecars accumulate) and the sum of the containers,
 // plus overhead, or the pod-level requests where set (PodLevelResources is
-// on by default in 1.36).
+// on by default in 1.37).
 func (pl *fit) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	state.Write(preFilterStateKey, pl.computeRequests(pod))
 	return nil, nil

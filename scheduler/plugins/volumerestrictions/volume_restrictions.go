@@ -2,7 +2,7 @@
 // PreFilter/Filter plugin of kube-scheduler's default profile that keeps a
 // pod away from volumes it may not share.
 //
-// It matches upstream kube-scheduler 1.36 on two rules:
+// It matches upstream kube-scheduler 1.37 on two rules:
 //
 //   - disk conflicts with the pods already on the node, for the in-tree
 //     sources whose disks attach to one node at a time: a GCE PD (same
