@@ -6,7 +6,7 @@
 // refuses it with a *ConfigError naming the plugin and the extension point,
 // so a profile controller can report the problem and keep serving the last
 // good instance. The instance's Run*Plugins methods follow kube-scheduler
-// 1.36; pods held at Permit are kept in a waiting-pods map that can be
+// 1.37; pods held at Permit are kept in a waiting-pods map that can be
 // allowed or rejected from outside the scheduling loop.
 //
 // Plugin args: each registration carries an ArgsSpec (New, Default,
