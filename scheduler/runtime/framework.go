@@ -166,6 +166,8 @@ type frameworkImpl struct {
 	scoreObs  []*statusObserver
 
 	waitingPods *waitingPodsMap
+	// podsInPreBind are the pods whose binding cycle is in PreBind.
+	podsInPreBind *podsInPreBindMap
 
 	// extenders are the profile's HTTP extenders, in the profile's order.
 	extenders []*extender.Extender
@@ -232,6 +234,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		metrics:                        o.metrics,
 		pluginsMap:                     map[string]framework.Plugin{},
 		waitingPods:                    newWaitingPodsMap(),
+		podsInPreBind:                  newPodsInPreBindMap(),
 		pointObs:                       map[string]*statusObserver{},
 		pluginObs:                      map[string]map[string]*statusObserver{},
 	}
@@ -597,6 +600,21 @@ func (f *frameworkImpl) waitChanged(wp *waitingPod) {
 	for _, obs := range f.waitingPodObservers {
 		obs.PodWaitChanged(f.profileName, wp)
 	}
+}
+
+func (f *frameworkImpl) AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc) {
+	f.podsInPreBind.add(uid, cancel)
+}
+
+func (f *frameworkImpl) GetPodInPreBind(uid types.UID) framework.PodInPreBind {
+	if p := f.podsInPreBind.get(uid); p != nil {
+		return p
+	}
+	return nil // not a typed nil
+}
+
+func (f *frameworkImpl) RemovePodInPreBind(uid types.UID) {
+	f.podsInPreBind.remove(uid)
 }
 
 func (f *frameworkImpl) RejectWaitingPod(uid types.UID) bool {
