@@ -99,6 +99,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 			s.handleBindingCycleError(ctx, state, fwk, assumedPodInfo, start, result, status)
 			return
 		}
+		fwk.RemovePodInPreBind(assumedPodInfo.Pod.UID)
 		s.queue.Done(assumedPodInfo.Pod.UID)
 	}()
 	return true
@@ -489,10 +490,12 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 		// than delete it, as upstream does under
 		// NominatedNodeNameForExpectation (beta, on by default). Only
 		// preemption cancels this context; shutdown still does not.
+		// The pod stays registered until it leaves the binding cycle
+		// (see scheduleOne and handleBindingCycleError), so that a
+		// preemptor that cancelled it can wait for its room.
 		var cancel context.CancelCauseFunc
 		bindCtx, cancel = context.WithCancelCause(bindCtx)
 		defer cancel(nil)
-		defer fwk.RemovePodInPreBind(assumedPod.UID)
 		fwk.AddPodInPreBind(assumedPod.UID, cancel)
 	}
 	if st := fwk.RunPreBindPlugins(bindCtx, state, assumedPod, host); !st.IsSuccess() {
@@ -569,6 +572,12 @@ func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framewor
 	} else {
 		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, nil)
 	}
+	// Its room is given back: a preemptor that cancelled it in PreBind
+	// may go (upstream lets it go when the cancel is sent, and it may then
+	// find the pod still assumed and delete it through the API). Before
+	// the requeue, so that no later binding cycle of the pod registers
+	// before this one is forgotten.
+	fwk.RemovePodInPreBind(assumedPod.UID)
 	s.handleSchedulingFailure(ctx, fwk, podInfo, st, clearNominatedNode, start)
 }
 

@@ -120,7 +120,8 @@ type Framework interface {
 	// AddPodInPreBind registers the binding cycle of the pod with uid as
 	// in PreBind, cancellable through cancel, until RemovePodInPreBind.
 	AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc)
-	// RemovePodInPreBind forgets the pod with uid registered by AddPodInPreBind.
+	// RemovePodInPreBind forgets the pod with uid registered by
+	// AddPodInPreBind, if any, and closes its Done. A no-op otherwise.
 	RemovePodInPreBind(uid types.UID)
 	// RunPreBindPlugins runs PreBind plugins that did not skip in PreBindPreFlight.
 	RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status

@@ -539,6 +539,10 @@ type PodInPreBind interface {
 	// makes CancelPod fail from then on. It returns false if the pod was
 	// cancelled first: then the binding cycle must not bind.
 	MarkPrebound() bool
+	// Done is closed when the pod leaves the binding cycle: bound, or,
+	// after a failure, once Unreserve ran and the scheduler cache gave its
+	// room back, before the pod is requeued.
+	Done() <-chan struct{}
 }
 
 // Parallelizer runs work pieces on a bounded number of goroutines.

@@ -28,7 +28,7 @@ func TestPodInPreBind(t *testing.T) {
 		{name: "prebound first", steps: []string{"mark", "cancel"}, want: result{Cancels: []bool{false}, Prebound: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newPodsInPreBindMap()
+			m := NewPodsInPreBind()
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			const uid = types.UID("uid")
@@ -50,10 +50,21 @@ func TestPodInPreBind(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			select {
+			case <-p.Done():
+				t.Fatal("Done closed before remove")
+			default:
+			}
 			m.remove(uid)
 			if m.get(uid) != nil {
 				t.Error("the pod is still in the map after remove")
 			}
+			select {
+			case <-p.Done():
+			default:
+				t.Error("Done not closed by remove")
+			}
+			m.remove(uid) // a second remove is a no-op
 		})
 	}
 }

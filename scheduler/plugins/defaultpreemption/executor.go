@@ -187,6 +187,16 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 		if p.CancelPod("preempted by " + Name) {
 			logger.V(2).Info("Preemptor rejected a pod in preBind", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
 			inMemory = true
+			// Until its binding cycle gave the room back, the victim is
+			// still assumed: a preemptor let in now would choose it again
+			// and, finding it in PreBind no more, delete it. PreEnqueue
+			// keeps the preemptor out meanwhile, as it does until a
+			// deleted victim is gone.
+			select {
+			case <-p.Done():
+			case <-ctx.Done():
+				return false, context.Cause(ctx)
+			}
 		} else {
 			logger.V(5).Info("Failed to reject a pod in preBind, falling back to deletion via api call", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
 		}

@@ -191,6 +191,17 @@ func TestActuationOfPodInPreBind(t *testing.T) {
 			if tc.prebound && !e.fwk.GetPodInPreBind(victim.UID).MarkPrebound() {
 				t.Fatal("MarkPrebound = false before any preemption")
 			}
+			// The victim's binding cycle: once cancelled, it gives the
+			// room back and leaves. Until then the preemptor stays out.
+			left := make(chan []string, 1)
+			go func() {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+				left <- e.activator.activated()
+				e.fwk.RemovePodInPreBind(victim.UID)
+			}()
 
 			if _, status := e.filterAndPostFilter(t, p); !status.IsSuccess() {
 				t.Fatalf("PostFilter = %v", status)
@@ -218,6 +229,11 @@ func TestActuationOfPodInPreBind(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantActivated, e.activator.pods); diff != "" {
 				t.Errorf("activated (-want +got):\n%s", diff)
+			}
+			if !tc.prebound {
+				if got := <-left; len(got) != 0 {
+					t.Errorf("activated %v before the victim left its binding cycle", got)
+				}
 			}
 		})
 	}
