@@ -99,6 +99,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 			s.handleBindingCycleError(ctx, state, fwk, assumedPodInfo, start, result, status)
 			return
 		}
+		fwk.RemovePodInPreBind(assumedPodInfo.Pod.UID)
 		s.queue.Done(assumedPodInfo.Pod.UID)
 	}()
 	return true
@@ -448,7 +449,9 @@ func prioritizeNodes(ctx context.Context, fwk framework.Framework, state *framew
 // bindingCycle waits for Permit and binds; it runs on its own goroutine.
 // A wait at Permit ends when ctx does (the pod is then retried); PreBind,
 // Bind and PostBind run to completion even during shutdown, so a binding
-// request already sent is never abandoned halfway.
+// request already sent is never abandoned halfway. The one thing that
+// stops PreBind is preemption of the pod (Handle.GetPodInPreBind), before
+// its binding is sent.
 func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time, podsToActivate *framework.PodsToActivate) *framework.Status {
 	logger := klog.FromContext(ctx)
 	assumedPod := assumedPodInfo.Pod
@@ -477,11 +480,32 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	s.queue.Done(assumedPod.UID)
 
 	bindCtx := context.WithoutCancel(ctx)
-	if st := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host); st.Code() == framework.Error || st.IsRejected() {
-		return st
+	preFlight := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host)
+	if preFlight.Code() == framework.Error || preFlight.IsRejected() {
+		return preFlight
+	}
+	if preFlight.IsSuccess() {
+		// A PreBind plugin has work for the pod (it may wait for volumes a
+		// long time): preemption may then cancel the pod in memory rather
+		// than delete it, as upstream does under
+		// NominatedNodeNameForExpectation (beta, on by default). Only
+		// preemption cancels this context; shutdown still does not.
+		// The pod stays registered until it leaves the binding cycle
+		// (see scheduleOne and handleBindingCycleError), so that a
+		// preemptor that cancelled it can wait for its room.
+		var cancel context.CancelCauseFunc
+		bindCtx, cancel = context.WithCancelCause(bindCtx)
+		defer cancel(nil)
+		fwk.AddPodInPreBind(assumedPod.UID, cancel)
 	}
 	if st := fwk.RunPreBindPlugins(bindCtx, state, assumedPod, host); !st.IsSuccess() {
 		return st
+	}
+	// A PreBind that ignores its context may finish after the pod was
+	// preempted: it must not be bound then. Once marked, preemption can
+	// no longer cancel it and deletes it through the API instead.
+	if p := fwk.GetPodInPreBind(assumedPod.UID); p != nil && !p.MarkPrebound() {
+		return framework.AsStatus(context.Cause(bindCtx))
 	}
 	if st := s.bind(bindCtx, fwk, state, assumedPod, host); !st.IsSuccess() {
 		return st
@@ -548,6 +572,12 @@ func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framewor
 	} else {
 		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, nil)
 	}
+	// Its room is given back: a preemptor that cancelled it in PreBind
+	// may go (upstream lets it go when the cancel is sent, and it may then
+	// find the pod still assumed and delete it through the API). Before
+	// the requeue, so that no later binding cycle of the pod registers
+	// before this one is forgotten.
+	fwk.RemovePodInPreBind(assumedPod.UID)
 	s.handleSchedulingFailure(ctx, fwk, podInfo, st, clearNominatedNode, start)
 }
 

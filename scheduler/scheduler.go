@@ -69,6 +69,9 @@ type Scheduler struct {
 	status      *statusUpdater
 	metrics     *metrics.Metrics
 	unserved    *unservedPods
+	// podsInPreBind is shared by every instance, so that preemption finds
+	// a victim in PreBind whichever instance runs its binding cycle.
+	podsInPreBind *runtime.PodsInPreBind
 
 	parallelism              int
 	percentageOfNodesToScore *int32
@@ -300,6 +303,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		profileCtx:               klog.NewContext(context.Background(), logger),
 		picker:                   nodePicker{snapshot: internalcache.NewEmptySnapshot()},
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
+		podsInPreBind:            runtime.NewPodsInPreBind(),
 	}
 	s.progress.timeout = o.stalledCycleTimeout
 	s.unservedWarningDelay = o.unservedWarningDelay
@@ -395,6 +399,7 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithMetrics(s.metrics),
 		runtime.WithExtenderPolicy(s.extenderPolicy),
 		runtime.WithOpportunisticBatching(!s.disableBatching),
+		runtime.WithPodsInPreBind(s.podsInPreBind),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))

@@ -48,6 +48,10 @@ type Handle interface {
 	// never admits part of it, and nothing can hold back part of a group
 	// it admitted.
 	AllowWaitingPodsTogether(pluginName string, pods []WaitingPod) bool
+	// GetPodInPreBind returns the pod with uid whose binding cycle is in
+	// PreBind (see PodInPreBind), or nil. A pod only gets there when a
+	// PreBind plugin's PreBindPreFlight said it has work for it.
+	GetPodInPreBind(uid types.UID) PodInPreBind
 
 	// ClientSet returns the Kubernetes client.
 	ClientSet() clientset.Interface
@@ -113,6 +117,12 @@ type Framework interface {
 	// RunPreBindPreFlights asks PreBind plugins whether they have work:
 	// Success if any has, Skip if none, Error on failure.
 	RunPreBindPreFlights(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// AddPodInPreBind registers the binding cycle of the pod with uid as
+	// in PreBind, cancellable through cancel, until RemovePodInPreBind.
+	AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc)
+	// RemovePodInPreBind forgets the pod with uid registered by
+	// AddPodInPreBind, if any, and closes its Done. A no-op otherwise.
+	RemovePodInPreBind(uid types.UID)
 	// RunPreBindPlugins runs PreBind plugins that did not skip in PreBindPreFlight.
 	RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
 	// RunBindPlugins runs Bind plugins until one does not Skip.

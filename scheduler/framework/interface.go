@@ -526,6 +526,25 @@ type WaitingPod interface {
 	Preempt(pluginName, msg string) bool
 }
 
+// PodInPreBind is a pod whose binding cycle runs PreBind plugins with
+// work for it and has not sent its binding yet. Preemption cancels such a
+// victim in memory instead of deleting it, as kube-scheduler does.
+// All methods are safe for concurrent use.
+type PodInPreBind interface {
+	// CancelPod ends the context PreBind runs under, with reason as its
+	// cause, unless the pod was marked prebound. It reports whether the
+	// binding cycle is (now or already) cancelled: then it will not bind.
+	CancelPod(reason string) bool
+	// MarkPrebound, called by the binding cycle once PreBind is over,
+	// makes CancelPod fail from then on. It returns false if the pod was
+	// cancelled first: then the binding cycle must not bind.
+	MarkPrebound() bool
+	// Done is closed when the pod leaves the binding cycle: bound, or,
+	// after a failure, once Unreserve ran and the scheduler cache gave its
+	// room back, before the pod is requeued.
+	Done() <-chan struct{}
+}
+
 // Parallelizer runs work pieces on a bounded number of goroutines.
 type Parallelizer interface {
 	// Until calls doWorkPiece(i) for i in [0, pieces) in parallel and

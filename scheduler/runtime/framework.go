@@ -37,6 +37,7 @@ type frameworkOptions struct {
 	podNominator                   framework.PodNominator
 	podActivator                   framework.PodActivator
 	waitingPodObservers            []framework.WaitingPodObserver
+	podsInPreBind                  *PodsInPreBind
 	parallelism                    int
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
@@ -82,6 +83,14 @@ func WithPodActivator(a framework.PodActivator) Option {
 // in the order the options were given.
 func WithWaitingPodObserver(obs framework.WaitingPodObserver) Option {
 	return func(o *frameworkOptions) { o.waitingPodObservers = append(o.waitingPodObservers, obs) }
+}
+
+// WithPodsInPreBind makes the instance register its pods in PreBind in
+// m, shared with the other instances of the scheduler, so that preemption
+// in any of them finds them, as upstream's shared map. Without it the
+// instance keeps its own.
+func WithPodsInPreBind(m *PodsInPreBind) Option {
+	return func(o *frameworkOptions) { o.podsInPreBind = m }
 }
 
 // WithParallelism sets the goroutines used for Filter and Score; <= 0 means GOMAXPROCS.
@@ -166,6 +175,9 @@ type frameworkImpl struct {
 	scoreObs  []*statusObserver
 
 	waitingPods *waitingPodsMap
+	// podsInPreBind are the pods whose binding cycle is in PreBind,
+	// shared with the scheduler's other instances.
+	podsInPreBind *PodsInPreBind
 
 	// extenders are the profile's HTTP extenders, in the profile's order.
 	extenders []*extender.Extender
@@ -215,6 +227,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if o.metrics == nil {
 		o.metrics = metrics.NewUnregistered()
 	}
+	if o.podsInPreBind == nil {
+		o.podsInPreBind = NewPodsInPreBind()
+	}
 	plugins := mergePlugins(defaults, profile.Plugins.DeepCopy())
 
 	f := &frameworkImpl{
@@ -232,6 +247,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		metrics:                        o.metrics,
 		pluginsMap:                     map[string]framework.Plugin{},
 		waitingPods:                    newWaitingPodsMap(),
+		podsInPreBind:                  o.podsInPreBind,
 		pointObs:                       map[string]*statusObserver{},
 		pluginObs:                      map[string]map[string]*statusObserver{},
 	}
@@ -597,6 +613,21 @@ func (f *frameworkImpl) waitChanged(wp *waitingPod) {
 	for _, obs := range f.waitingPodObservers {
 		obs.PodWaitChanged(f.profileName, wp)
 	}
+}
+
+func (f *frameworkImpl) AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc) {
+	f.podsInPreBind.add(uid, cancel)
+}
+
+func (f *frameworkImpl) GetPodInPreBind(uid types.UID) framework.PodInPreBind {
+	if p := f.podsInPreBind.get(uid); p != nil {
+		return p
+	}
+	return nil // not a typed nil
+}
+
+func (f *frameworkImpl) RemovePodInPreBind(uid types.UID) {
+	f.podsInPreBind.remove(uid)
 }
 
 func (f *frameworkImpl) RejectWaitingPod(uid types.UID) bool {

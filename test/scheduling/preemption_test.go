@@ -2,6 +2,8 @@ package scheduling_test
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 )
 
 // DefaultPreemption of the default profile against the real API server:
@@ -78,6 +81,62 @@ var _ = Describe("DefaultPreemption", func() {
 		finishDeletion(ctx, "low-0", "low-1")
 		Eventually(getPod(ctx, ns, "preemptor")).Should(WithTransform(nodeName, Equal("preempt-1")))
 	})
+
+	// A victim whose binding cycle waits in PreBind (VolumeBinding waiting
+	// for its volumes, here a test plugin) has not been bound: as
+	// kube-scheduler, preemption cancels its binding cycle in memory
+	// instead of deleting it, also when the preemptor belongs to another
+	// profile (upstream's instances share the pods in PreBind). The victim
+	// gives its room back (Unreserve, its assumption forgotten) and goes
+	// back to the queue, where it no longer fits; the preemptor is
+	// requeued at once, since no deletion event will come, and takes the
+	// node.
+	for _, otherProfile := range []bool{false, true} {
+		name := "cancels a victim in PreBind in memory instead of deleting it"
+		if otherProfile {
+			name += ", for a preemptor of another profile"
+		}
+		It(name, func(ctx SpecContext) {
+			pr := profile("preempt-prebind")
+			pr.Plugins.MultiPoint.Enabled = append(pr.Plugins.MultiPoint.Enabled, configv1.Plugin{Name: slowPreBindName})
+			publish(ctx, pr)
+			preemptorProfile := "preempt-prebind"
+			if otherProfile {
+				preemptorProfile = "preempt-prebind-other"
+				publish(ctx, profile(preemptorProfile))
+			}
+			newNode(ctx, "preempt-prebind-1", "2")
+
+			v := podSpec(ns, "victim", "preempt-prebind", "2")
+			v.Labels = map[string]string{"prebind": "slow"}
+			v.Spec.PriorityClassName = low
+			victim := newPod(ctx, v)
+			Eventually(func() bool { return slowPreBinds.hasEntered(victim.UID) }).Should(BeTrue())
+
+			p := podSpec(ns, "preemptor", preemptorProfile, "2")
+			p.Spec.PriorityClassName = high
+			preemptor := newPod(ctx, p)
+
+			Eventually(getPod(ctx, ns, "preemptor")).Should(WithTransform(nodeName, Equal("preempt-prebind-1")))
+			Eventually(eventNotes(ctx, ns, "victim", "Preempted")).Should(ConsistOf(
+				fmt.Sprintf("Preempted by pod %s on node preempt-prebind-1 (in kube-scheduler memory).", preemptor.UID)))
+			const failure = `running PreBind plugin "TestSlowPreBind": preempted by DefaultPreemption`
+			Eventually(eventNotes(ctx, ns, "victim", "FailedScheduling")).Should(ContainElement(failure))
+			got, err := getPod(ctx, ns, "victim")()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.UID).To(Equal(victim.UID))
+			Expect(got.DeletionTimestamp).To(BeNil())
+			// Back in the queue, the victim finds the node taken.
+			Eventually(getPod(ctx, ns, "victim")).Should(WithTransform(podScheduledCondition, And(
+				Not(BeNil()),
+				HaveField("Reason", v1.PodReasonUnschedulable),
+			)))
+			Consistently(getPod(ctx, ns, "victim")).WithTimeout(time.Second).Should(And(
+				HaveField("DeletionTimestamp", BeNil()),
+				WithTransform(nodeName, BeEmpty()),
+			))
+		})
+	}
 
 	// The 1.37 rule that a victim stops using up budgets at the first one
 	// it violates cannot be pinned here: upstream walks the budgets in the

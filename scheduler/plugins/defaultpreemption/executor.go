@@ -165,21 +165,45 @@ func (pl *defaultPreemption) lowerPriorityNominatedPods(preemptor *v1.Pod, nodeN
 	return out
 }
 
-// preemptPod evicts victim: a pod waiting at Permit is rejected in memory
-// (it goes back to the queue); any other gets the DisruptionTarget
-// condition, so its owner knows why it goes, and is deleted. An event is
-// recorded either way. A victim already gone is not an error. It reports
-// whether the victim was rejected in memory, without a deletion.
+// preemptPod evicts victim: a pod waiting at Permit, or whose binding
+// cycle is in PreBind and has not sent its binding, is stopped in memory
+// (its binding cycle fails, Unreserve runs and it goes back to the queue);
+// any other gets the DisruptionTarget condition, so its owner knows why it
+// goes, and is deleted. An event is recorded either way. A victim already
+// gone is not an error. It reports whether the victim was stopped in
+// memory, without a deletion.
 func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, preemptor, victim *v1.Pod) (bool, error) {
 	logger := klog.FromContext(ctx)
 	msg := fmt.Sprintf("Preempted by pod %v on node %v", preemptor.UID, nodeName)
 	inMemory := false
-	if wp := pl.fh.GetWaitingPod(victim.UID); wp != nil && wp.Preempt(Name, "preempted") {
-		logger.V(2).Info("Preemptor preempted a waiting pod", "preemptor", klog.KObj(preemptor), "waitingPod", klog.KObj(victim), "node", nodeName)
-		inMemory = true
-		msg += " (in kube-scheduler memory)."
+	if wp := pl.fh.GetWaitingPod(victim.UID); wp != nil {
+		if wp.Preempt(Name, "preempted") {
+			logger.V(2).Info("Preemptor preempted a waiting pod", "preemptor", klog.KObj(preemptor), "waitingPod", klog.KObj(victim), "node", nodeName)
+			inMemory = true
+		}
+	} else if p := pl.fh.GetPodInPreBind(victim.UID); p != nil {
+		// Fails once the binding cycle marked the pod prebound: its
+		// binding may be on its way, so it is deleted like a bound pod.
+		if p.CancelPod("preempted by " + Name) {
+			logger.V(2).Info("Preemptor rejected a pod in preBind", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
+			inMemory = true
+			// Until its binding cycle gave the room back, the victim is
+			// still assumed: a preemptor let in now would choose it again
+			// and, finding it in PreBind no more, delete it. PreEnqueue
+			// keeps the preemptor out meanwhile, as it does until a
+			// deleted victim is gone.
+			select {
+			case <-p.Done():
+			case <-ctx.Done():
+				return false, context.Cause(ctx)
+			}
+		} else {
+			logger.V(5).Info("Failed to reject a pod in preBind, falling back to deletion via api call", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
+		}
 	}
-	if !inMemory {
+	if inMemory {
+		msg += " (in kube-scheduler memory)."
+	} else {
 		cs := pl.fh.ClientSet()
 		if cs == nil {
 			return false, errors.New("no Kubernetes client configured")

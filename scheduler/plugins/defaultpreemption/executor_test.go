@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -163,6 +164,78 @@ func TestActuationOfWaitingPod(t *testing.T) {
 	// moved to the active queue when the goroutine ends.
 	if diff := cmp.Diff([]string{"default/preemptor"}, e.activator.pods); diff != "" {
 		t.Errorf("activated (-want +got):\n%s", diff)
+	}
+}
+
+// A victim whose binding cycle is in PreBind is cancelled in memory, as
+// upstream: its PreBind context ends with "preempted by DefaultPreemption",
+// nothing is deleted, and the preemptor is moved to the active queue since
+// no deletion event will come. Once the binding cycle marked the victim
+// prebound, its binding may be on its way: it is deleted like a bound pod.
+func TestActuationOfPodInPreBind(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		prebound bool
+	}{
+		{name: "in PreBind"},
+		{name: "marked prebound", prebound: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			victim := placed("victim", "n1", 1, "2", 0).Obj()
+			p := preemptor(10, "1").Obj()
+			e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{victim, p}})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			e.fwk.AddPodInPreBind(victim.UID, cancel)
+			defer e.fwk.RemovePodInPreBind(victim.UID)
+			if tc.prebound && !e.fwk.GetPodInPreBind(victim.UID).MarkPrebound() {
+				t.Fatal("MarkPrebound = false before any preemption")
+			}
+			// The victim's binding cycle: once cancelled, it gives the
+			// room back and leaves. Until then the preemptor stays out.
+			left := make(chan []string, 1)
+			go func() {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+				left <- e.activator.activated()
+				e.fwk.RemovePodInPreBind(victim.UID)
+			}()
+
+			if _, status := e.filterAndPostFilter(t, p); !status.IsSuccess() {
+				t.Fatalf("PostFilter = %v", status)
+			}
+			e.pl.inFlight.Wait()
+
+			wantCause, wantDeleted, wantActivated := "preempted by DefaultPreemption", []string(nil), []string{"default/preemptor"}
+			wantEvents := []string{"Normal Preempted Preempted by pod preemptor on node n1 (in kube-scheduler memory)."}
+			if tc.prebound {
+				wantCause, wantDeleted, wantActivated = "", []string{"victim"}, nil
+				wantEvents = []string{"Normal Preempted Preempted by pod preemptor on node n1"}
+			}
+			gotCause := ""
+			if err := context.Cause(ctx); err != nil {
+				gotCause = err.Error()
+			}
+			if gotCause != wantCause {
+				t.Errorf("PreBind context cause = %q, want %q", gotCause, wantCause)
+			}
+			if diff := cmp.Diff(wantDeleted, sets.List(deletedPods(e)), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantEvents, drainEvents(e)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantActivated, e.activator.pods); diff != "" {
+				t.Errorf("activated (-want +got):\n%s", diff)
+			}
+			if !tc.prebound {
+				if got := <-left; len(got) != 0 {
+					t.Errorf("activated %v before the victim left its binding cycle", got)
+				}
+			}
+		})
 	}
 }
 
