@@ -50,6 +50,8 @@ var (
 		{"registry.local/cache:1", 60 << 20},
 		{"registry.local/batch:1", 2 << 30},
 		{"registry.local/tiny:1", 5 << 20},
+		// Untagged in pods, ":latest" on nodes: ImageLocality normalizes.
+		{"nginx", 150 << 20},
 	}
 	// Features a 1.37 kubelet may declare, which NodeDeclaredFeatures reads.
 	declaredFeatures = []string{"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport"}
@@ -151,6 +153,7 @@ func (g *generator) node(i int) *v1.Node {
 		{Key: "maintenance", Effect: v1.TaintEffectNoExecute},
 		{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule},
 		{Key: "flaky", Effect: v1.TaintEffectPreferNoSchedule},
+		{Key: "team", Value: "", Effect: v1.TaintEffectNoSchedule},
 	}
 	for _, t := range taints {
 		if g.chance(0.12) {
@@ -167,11 +170,21 @@ func (g *generator) node(i int) *v1.Node {
 		alloc[gpuResource] = resource.MustParse(g.one([]string{"0", "1", "2", "4"}))
 		n.Labels["gpu"] = "true"
 	}
+	if g.chance(0.2) {
+		alloc["hugepages-2Mi"] = resource.MustParse(g.one([]string{"0", "256Mi"}))
+	}
+	if g.chance(0.1) {
+		delete(alloc, v1.ResourceEphemeralStorage)
+	}
 	n.Status.Allocatable = alloc
 	n.Status.Capacity = alloc.DeepCopy()
 	for _, img := range images {
 		if g.chance(0.4) {
-			n.Status.Images = append(n.Status.Images, v1.ContainerImage{Names: []string{img.name}, SizeBytes: img.size})
+			name := img.name
+			if name == "nginx" {
+				name = "nginx:latest"
+			}
+			n.Status.Images = append(n.Status.Images, v1.ContainerImage{Names: []string{name}, SizeBytes: img.size})
 		}
 	}
 	for _, f := range declaredFeatures {
@@ -334,6 +347,10 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 		if g.chance(0.1) {
 			c.Resources.Requests[v1.ResourceEphemeralStorage] = resource.MustParse(g.one([]string{"1Gi", "30Gi"}))
 		}
+		if g.chance(0.05) {
+			c.Resources.Requests["hugepages-2Mi"] = resource.MustParse("128Mi")
+			c.Resources.Limits = v1.ResourceList{"hugepages-2Mi": resource.MustParse("128Mi")}
+		}
 		if g.chance(0.15) {
 			// Zero requests of an extended resource must not need the resource.
 			c.Resources.Requests[gpuResource] = resource.MustParse(g.one([]string{"0", "1", "2"}))
@@ -341,7 +358,12 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 		}
 	}
 	if g.chance(0.1) {
-		c.Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: []int32{80, 443, 8080}[g.pick(3)], Protocol: v1.ProtocolTCP}}
+		c.Ports = []v1.ContainerPort{{
+			ContainerPort: 8080,
+			HostPort:      []int32{80, 443, 8080}[g.pick(3)],
+			HostIP:        g.one([]string{"", "", "0.0.0.0", "10.0.0.1", "127.0.0.1"}),
+			Protocol:      []v1.Protocol{v1.ProtocolTCP, v1.ProtocolTCP, v1.ProtocolUDP}[g.pick(3)],
+		}}
 	}
 	if g.chance(0.1) {
 		p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "registry.local/tiny:1", Resources: v1.ResourceRequirements{
@@ -373,6 +395,11 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 	if bound {
 		p.Spec.NodeName = g.nodes[g.pick(len(g.nodes))].Name
 		p.Status.Phase = v1.PodRunning
+		if g.chance(0.05) {
+			// Terminating: still counted, and preemption skips its eviction call.
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+			p.Finalizers = []string{"example.com/hold"}
+		}
 		if g.chance(0.15) {
 			g.podAffinity(p)
 		}
@@ -434,6 +461,7 @@ func (g *generator) tolerations(p *v1.Pod) {
 		{Key: v1.TaintNodeUnschedulable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule},
 		{Key: "maintenance", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(30))},
 		{Key: "flaky", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectPreferNoSchedule},
+		{Key: "team", Operator: v1.TolerationOpEqual, Value: ""},
 	}
 	for _, t := range all {
 		if g.chance(0.3) {

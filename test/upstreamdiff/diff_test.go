@@ -257,8 +257,30 @@ func topNodes(totals map[string]int64) []string {
 	return out
 }
 
+// sortScalarReasons sorts the "Insufficient <extended resource>" reasons
+// of NodeResourcesFit verdicts, which follow its fixed ones ("Too many
+// pods", cpu, memory, ephemeral-storage): kube-scheduler lists them in the
+// order it ranges over a map of the pod's scalar requests, so a node
+// short of two of them gets either order from it; profile-scheduler sorts
+// them by name.
+func sortScalarReasons(filter map[string]verdict) {
+	fixed := []string{"Too many pods", "Insufficient cpu", "Insufficient memory", "Insufficient ephemeral-storage"}
+	for _, v := range filter {
+		if v.Plugin != "NodeResourcesFit" {
+			continue
+		}
+		i := 0
+		for i < len(v.Reasons) && slices.Contains(fixed, v.Reasons[i]) {
+			i++
+		}
+		slices.Sort(v.Reasons[i:])
+	}
+}
+
 // compare returns a diff per category of result that differs.
 func compare(want, got *result) map[string]string {
+	sortScalarReasons(want.Filter)
+	sortScalarReasons(got.Filter)
 	out := map[string]string{}
 	check := func(cat string, w, g any) {
 		if d := cmp.Diff(w, g); d != "" {
