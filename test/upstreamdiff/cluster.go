@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -98,6 +99,16 @@ func newCluster(seed uint64, numNodes, numPending int) *cluster {
 			Name:   ns,
 			Labels: map[string]string{"kubernetes.io/metadata.name": ns, "team": ns, "env": g.one([]string{"prod", "dev"})},
 		}})
+		// Owners the system default spreading constraints select pods by.
+		c.objects = append(c.objects,
+			&v1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+				Spec:       v1.ServiceSpec{Selector: map[string]string{"app": "web"}},
+			},
+			&appsv1.ReplicaSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache", UID: types.UID("rs-" + ns)},
+				Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}},
+			})
 	}
 	for i := range numNodes {
 		n := g.node(i)
@@ -144,6 +155,9 @@ func (g *generator) node(i int) *v1.Node {
 	if g.chance(0.3) {
 		n.Labels["disk"] = g.one([]string{"ssd", "hdd"})
 	}
+	if g.chance(0.7) {
+		n.Labels["cpu-gen"] = g.one([]string{"2", "3", "4", "x"})
+	}
 	if g.chance(0.1) {
 		n.Spec.Unschedulable = true
 	}
@@ -154,6 +168,7 @@ func (g *generator) node(i int) *v1.Node {
 		{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule},
 		{Key: "flaky", Effect: v1.TaintEffectPreferNoSchedule},
 		{Key: "team", Value: "", Effect: v1.TaintEffectNoSchedule},
+		{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},
 	}
 	for _, t := range taints {
 		if g.chance(0.12) {
@@ -180,11 +195,11 @@ func (g *generator) node(i int) *v1.Node {
 	n.Status.Capacity = alloc.DeepCopy()
 	for _, img := range images {
 		if g.chance(0.4) {
-			name := img.name
-			if name == "nginx" {
-				name = "nginx:latest"
+			names := []string{img.name}
+			if img.name == "nginx" {
+				names = []string{"docker.io/library/nginx:latest", "nginx:latest"}
 			}
-			n.Status.Images = append(n.Status.Images, v1.ContainerImage{Names: []string{name}, SizeBytes: img.size})
+			n.Status.Images = append(n.Status.Images, v1.ContainerImage{Names: names, SizeBytes: img.size})
 		}
 	}
 	for _, f := range declaredFeatures {
@@ -338,6 +353,9 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 	if g.chance(0.5) {
 		p.Labels["tier"] = g.one([]string{"front", "back"})
 	}
+	if app == "cache" && g.chance(0.7) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "cache", UID: types.UID("rs-" + ns), Controller: ptr.To(true)}}
+	}
 	c := &p.Spec.Containers[0]
 	if g.chance(0.85) {
 		c.Resources.Requests = v1.ResourceList{
@@ -364,6 +382,13 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 			HostIP:        g.one([]string{"", "", "0.0.0.0", "10.0.0.1", "127.0.0.1"}),
 			Protocol:      []v1.Protocol{v1.ProtocolTCP, v1.ProtocolTCP, v1.ProtocolUDP}[g.pick(3)],
 		}}
+	}
+	if g.chance(0.1) {
+		// A second container: requests add up, the same image counts once.
+		second := p.Spec.Containers[0].DeepCopy()
+		second.Name = "second"
+		p.Spec.Containers = append(p.Spec.Containers, *second)
+		c = &p.Spec.Containers[0]
 	}
 	if g.chance(0.1) {
 		p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "registry.local/tiny:1", Resources: v1.ResourceRequirements{
@@ -396,9 +421,11 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 		p.Spec.NodeName = g.nodes[g.pick(len(g.nodes))].Name
 		p.Status.Phase = v1.PodRunning
 		if g.chance(0.05) {
-			// Terminating: still counted, and preemption skips its eviction call.
+			// Terminating. Preemption would evict it without an API call,
+			// which the harness could not see, so no pending pod outranks it.
 			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 			p.Finalizers = []string{"example.com/hold"}
+			p.Spec.Priority = ptr.To(int32(1000))
 		}
 		if g.chance(0.15) {
 			g.podAffinity(p)
@@ -488,6 +515,10 @@ func (g *generator) nodeAffinity(p *v1.Pod) {
 				t.MatchExpressions = []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpExists}}
 			case 2:
 				t.MatchExpressions = []v1.NodeSelectorRequirement{{Key: "gpu", Operator: v1.NodeSelectorOpDoesNotExist}}
+				if g.chance(0.5) {
+					op := g.one([]string{string(v1.NodeSelectorOpGt), string(v1.NodeSelectorOpLt)})
+					t.MatchExpressions = []v1.NodeSelectorRequirement{{Key: "cpu-gen", Operator: v1.NodeSelectorOperator(op), Values: []string{"3"}}}
+				}
 			case 3:
 				t.MatchFields = []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{g.nodes[g.pick(len(g.nodes))].Name, g.nodes[g.pick(len(g.nodes))].Name}}}
 			default:
