@@ -71,13 +71,18 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 // signature is the JSON of every plugin's fragments by key, with the
 // pod's schedulerName, as upstream's.
 func (f *frameworkImpl) SignPod(ctx context.Context, pod *v1.Pod) framework.PodSignature {
-	if !f.signs {
+	// Upstream's queue signs pods only with opportunistic batching on.
+	if f.batch == nil {
 		return nil
 	}
 	// As upstream, the extension point is observed as Success whatever the
-	// plugins answered (upstream's status there is never assigned); each
-	// plugin's own code goes to its plugin series.
+	// plugins answered (upstream's status there is never assigned), also
+	// when the instance cannot sign; each plugin's own code goes to its
+	// plugin series.
 	defer f.observePoint(Sign, time.Now(), nil)
+	if !f.signs {
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 	fragments := map[string]any{framework.SchedulerNameSignerName: pod.Spec.SchedulerName}
 	for _, pl := range f.signPlugins {
