@@ -486,8 +486,18 @@ func (f *frameworkImpl) RunRawScorePlugins(ctx context.Context, state *framework
 		return nil, nil
 	}
 	scores := make([]framework.PluginScore, 0, len(plugins))
+	// Timed on sampled cycles as RunScorePlugins, as upstream's
+	// runRawScorePlugins does through runScorePlugin.
+	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range plugins {
+		var start time.Time
+		if record {
+			start = time.Now()
+		}
 		score, s := pl.Score(ctx, state, pod, nodeInfo)
+		if record {
+			pl.obs.observe(s.Code(), time.Since(start))
+		}
 		if !s.IsSuccess() {
 			return nil, framework.AsStatus(fmt.Errorf("plugin %q failed with: %w", pl.Name(), s.AsError()))
 		}
