@@ -103,8 +103,6 @@ func implements[T any](p framework.Plugin) bool {
 	return ok
 }
 
-// extensionPoints lists the points in upstream's order (the order of
-// ListPlugins and of error checks).
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
 // and only for pod groups; pods are scheduled one at a time here.
@@ -169,6 +167,8 @@ func unregisteredReason(name string) string {
 	return "no such plugin is registered"
 }
 
+// extensionPoints lists the points in upstream's order (the order of
+// ListPlugins and of error checks).
 var extensionPoints = []extensionPoint{
 	{PreEnqueue, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreEnqueue }, implements[framework.PreEnqueuePlugin],
 		func(f *frameworkImpl, p framework.Plugin) {
