@@ -149,8 +149,10 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 	return nil
 }
 
-// gatedOffPlugins are upstream 1.37.2's plugins that only exist behind a
-// feature gate off by default, with that gate. None is built here.
+// gatedOffPlugins are upstream 1.37.2's plugins that its default profile
+// adds only with a feature gate off by default, with that gate. Upstream
+// registers them whatever the gates, so a profile may name them, but they
+// do nothing useful with the gate off; none is built here.
 var gatedOffPlugins = map[string]string{
 	"GangScheduling":             "GenericWorkload",
 	"DeferredPodScheduling":      "InPlacePodVerticalScalingSchedulerPreemption",
@@ -159,10 +161,10 @@ var gatedOffPlugins = map[string]string{
 }
 
 // unregisteredReason says why a plugin name does not resolve: for an
-// upstream plugin behind a gate off by default, the gate.
+// upstream plugin only used with a gate off by default, the gate.
 func unregisteredReason(name string) string {
 	if gate, ok := gatedOffPlugins[name]; ok {
-		return fmt.Sprintf("kube-scheduler 1.37 only has this plugin with the %s feature gate, off by default; it is not built here", gate)
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
 	}
 	return "no such plugin is registered"
 }
