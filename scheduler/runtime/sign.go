@@ -23,6 +23,15 @@ func WithOpportunisticBatching(enabled bool) Option {
 // computeBatchablePlugins decides whether the instance signs pods, as
 // upstream's: only if it has no extenders (they see no signature) and
 // every PreFilter, Filter, PreScore and Score plugin is a SignPlugin.
+//
+// Unlike upstream, the plugins that refuse pods (PodTopologySpread,
+// InterPodAffinity; the others fail only on errors, such as a spec that
+// does not marshal) sign first: SignPod stops at the first refusal, and
+// in the default profile
+// PodTopologySpread's system default constraints refuse every pod, after
+// the others would have computed their fragments in vain. The signature
+// does not depend on the order: fragments go into a map by key, and the
+// plugins that share a key give it the same value.
 func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 	var candidates []framework.Plugin
 	for _, p := range f.preFilterPlugins {
@@ -44,14 +53,18 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 	}
 	seen := sets.New[string]()
 	unsupported := sets.New[string]()
-	var signers []framework.SignPlugin
+	var refusers, signers []framework.SignPlugin
 	for _, p := range candidates {
 		if seen.Has(p.Name()) {
 			continue
 		}
 		seen.Insert(p.Name())
 		if s, ok := p.(framework.SignPlugin); ok {
-			signers = append(signers, s)
+			if p.Name() == podTopologySpread || p.Name() == interPodAffinity {
+				refusers = append(refusers, s)
+			} else {
+				signers = append(signers, s)
+			}
 		} else {
 			unsupported.Insert(p.Name())
 		}
@@ -61,7 +74,7 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 		enable = false
 	}
 	if enable {
-		f.signPlugins = signers
+		f.signPlugins = append(refusers, signers...)
 		f.signs = true
 	}
 }

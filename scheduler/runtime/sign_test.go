@@ -81,12 +81,15 @@ func TestSignPodInstances(t *testing.T) {
 // TestSignPodMetrics: signing is observed at the Sign extension point,
 // always as Success like upstream's (whose status there is never set),
 // also when the instance cannot sign, and per plugin with the plugin's
-// own code. With batching off nothing signs, as upstream's queue.
+// own code. Plugins that refuse pods sign first, so that no other plugin
+// signs a pod one of them refuses. With batching off nothing signs, as
+// upstream's queue.
 func TestSignPodMetrics(t *testing.T) {
 	a := &signingFilter{filterOnly: filterOnly{name: "A"}}
 	refuses := &signingFilter{filterOnly: filterOnly{name: "Refuses"}, status: framework.NewStatus(framework.Unschedulable, "not signable")}
 	unsigned := &filterOnly{name: "Unsigned"}
-	registry := baseRegistry(map[string]framework.Plugin{"A": a, "Refuses": refuses, "Unsigned": unsigned})
+	spread := &signingFilter{filterOnly: filterOnly{name: podTopologySpread}, status: framework.NewStatus(framework.Unschedulable, "not signable")}
+	registry := baseRegistry(map[string]framework.Plugin{"A": a, "Refuses": refuses, "Unsigned": unsigned, podTopologySpread: spread})
 	tests := []struct {
 		name    string
 		plugins []string
@@ -99,6 +102,13 @@ func TestSignPodMetrics(t *testing.T) {
 				"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
 				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=A,status=Success}",
 				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=Refuses,status=Unschedulable}",
+			},
+		},
+		{
+			name: "PodTopologySpread signs first and its refusal stops signing", plugins: []string{"A", podTopologySpread},
+			want: []string{
+				"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
+				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=PodTopologySpread,status=Unschedulable}",
 			},
 		},
 		{
