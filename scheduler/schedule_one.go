@@ -216,6 +216,9 @@ func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, st
 	// compares one instance's signature with another's when a profile is
 	// replaced while its pods wait.
 	b := &cycleBatch{signature: fwk.SignPod(ctx, pod), cycle: s.queue.SchedulingCycle()}
+	// Only a signed pod's results are kept for the next pod, raw scores
+	// included.
+	state.SetKeepRawScores(b.signature != nil)
 	c, err := s.picker.findCandidates(ctx, fwk, state, pod, b)
 	if err != nil {
 		return ScheduleResult{}, err

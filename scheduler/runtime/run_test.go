@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -413,16 +414,28 @@ func TestRunScorePlugins(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = fw.Close() }()
-			state := framework.NewCycleState()
-			if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
-				t.Fatal(s)
-			}
-			got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
-			if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
-				t.Errorf("status (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("scores (-want +got):\n%s", diff)
+			// Raw scores are filled only when the cycle keeps them for
+			// opportunistic batching.
+			for _, keep := range []bool{true, false} {
+				state := framework.NewCycleState()
+				state.SetKeepRawScores(keep)
+				if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
+					t.Fatal(s)
+				}
+				got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
+				if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
+					t.Errorf("keep=%t: status (-want +got):\n%s", keep, diff)
+				}
+				want := tt.want
+				if !keep && want != nil {
+					want = slices.Clone(want)
+					for i := range want {
+						want[i].RawScores = nil
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("keep=%t: scores (-want +got):\n%s", keep, diff)
+				}
 			}
 		})
 	}
@@ -443,6 +456,7 @@ func TestRawScoreAndNormalize(t *testing.T) {
 	defer func() { _ = fw.Close() }()
 	f := fw
 	state := framework.NewCycleState()
+	state.SetKeepRawScores(true)
 	pod := makePod("p")
 	if s := f.RunPreScorePlugins(t.Context(), state, pod, nodes); !s.IsSuccess() {
 		t.Fatal(s)
