@@ -129,7 +129,7 @@ func main() {
 	flag.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "profile-scheduler-webhook-cert", "Secret in the operator's namespace where it keeps the webhook's CA and certificate, when --webhook-cert-dir is empty.")
 	flag.StringVar(&o.webhookConfiguration, "webhook-configuration", "profile-scheduler-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps, when --webhook-cert-dir is empty.")
 	flag.StringVar(&o.webhookService, "webhook-service", "profile-scheduler-webhook-service", "Service in the operator's namespace the API server calls the webhook through: the certificate's DNS names, when --webhook-cert-dir is empty.")
-	flag.Func("feature-gates", "Comma-separated key=value pairs of kube-scheduler feature gates, as kube-scheduler's flag; only these may be set, the others keep kube-scheduler 1.37's defaults:\n"+strings.Join(o.featureGates.KnownFeatures(), "\n"), o.featureGates.Set)
+	flag.Func("feature-gates", "Comma-separated key=value pairs of kube-scheduler feature gates, as kube-scheduler's flag; only these may be set (AllBeta sets OpportunisticBatching unless it is given; AllAlpha sets nothing, no alpha gate is settable), any other name is refused and the other gates keep kube-scheduler 1.37's defaults:\n"+strings.Join(o.featureGates.KnownFeatures(), "\n"), o.featureGates.Set)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -425,6 +425,26 @@ func TestBatchPercentageOfNodesToScore(t *testing.T) {
 	}
 }
 
+// TestSearchStartAfterRejectedNominatedNode: a nominated node that fails
+// Filter moves the next search's start one node further than the search
+// itself, as upstream counts it among the nodes with a status.
+func TestSearchStartAfterRejectedNominatedNode(t *testing.T) {
+	profile := noSpreadProfile()
+	profile.PercentageOfNodesToScore = ptr.To[int32](50)
+	e := newBatchEnv(t, profile, batchNodes(200), WithParallelism(1))
+	full := st.MakePod().Name("filler").UID("filler").Node("node-150").
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: fmt.Sprint(4 + 3*150)}).Obj()
+	if err := e.s.cache.AddPod(e.s.logger, full); err != nil {
+		t.Fatal(err)
+	}
+	if e.schedule(e.pod().NominatedNodeName("node-150").Obj()) == "" {
+		t.Fatal("pod not placed")
+	}
+	if e.s.picker.nextStartNodeIndex != 101 {
+		t.Errorf("after node-150 was rejected and a search of half of 200 nodes the next starts at %d, want 101", e.s.picker.nextStartNodeIndex)
+	}
+}
+
 // TestSearchWithoutScoring: a profile that scores nothing (no Score
 // plugins, no extenders) stops its search at the first feasible node, as
 // upstream: every node would score the same.

@@ -11,8 +11,11 @@ import (
 const OpportunisticBatching featuregate.Feature = "OpportunisticBatching"
 
 // NewFeatureGate returns the gates the operator's --feature-gates flag
-// accepts, at upstream's defaults. It is a flag.Value; any other gate
-// name is refused when the flag is parsed.
+// accepts, at upstream's defaults: OpportunisticBatching and, as every
+// component-base gate set, AllAlpha and AllBeta, which set the gates of
+// that stage not named explicitly (AllBeta sets OpportunisticBatching;
+// AllAlpha sets nothing, there is no alpha gate here). It is a
+// flag.Value; any other gate name is refused when the flag is parsed.
 func NewFeatureGate() featuregate.MutableFeatureGate {
 	fg := featuregate.NewFeatureGate()
 	// Adding known specs to a new gate cannot fail.

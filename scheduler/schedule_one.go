@@ -217,6 +217,9 @@ func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, st
 	// compares one instance's signature with another's when a profile is
 	// replaced while its pods wait.
 	b := &cycleBatch{signature: fwk.SignPod(ctx, pod), cycle: s.queue.SchedulingCycle()}
+	// Only a signed pod's results are kept for the next pod, raw scores
+	// included.
+	state.SetKeepRawScores(b.signature != nil)
 	c, err := s.picker.findCandidates(ctx, fwk, state, pod, b)
 	if err != nil {
 		return ScheduleResult{}, err
@@ -369,9 +372,11 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 		// as good as any, as upstream.
 		numToFind = 1
 	}
-	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
-	// Move the start even on error, so every node gets its turn.
-	p.nextStartNodeIndex = (p.nextStartNodeIndex + processed) % len(allNodes)
+	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
+	// Move the start even on error, so every node gets its turn. As
+	// upstream, by the feasible nodes and every node with a status: those
+	// the search rejected and a hinted or nominated node rejected above.
+	p.nextStartNodeIndex = (p.nextStartNodeIndex + len(feasible) + diagnosis.NodeToStatus.Len()) % len(allNodes)
 	if err != nil {
 		return nil, diagnosis, err
 	}

@@ -32,7 +32,8 @@ type NodePluginScores struct {
 	Name string
 	// RawScores holds what each scoring plugin that ran returned for the
 	// node before NormalizeScore and weights, in plugin order. Opportunistic
-	// batching keeps them to normalize again when a node is re-scored.
+	// batching keeps them to normalize again when a node is re-scored;
+	// RunScorePlugins fills them only when CycleState.ShouldKeepRawScores.
 	RawScores []PluginScore
 	// Scores holds one weighted score per scoring plugin that ran, in plugin order.
 	Scores []PluginScore

@@ -253,3 +253,31 @@ func TestSignPodDefaultProfile(t *testing.T) {
 		t.Error("pods with different labels sign alike, though InterPodAffinity reads labels")
 	}
 }
+
+// TestSignPodOrder: the signature does not depend on the order plugins
+// sign in (the runtime lets those that refuse pods sign first): the
+// default profile's plugins, in order and reversed, sign a pod that every
+// fragment describes alike.
+func TestSignPodOrder(t *testing.T) {
+	pod := st.MakePod().Name("p").SchedulerName("default-scheduler").Label("app", "web").
+		Container("nginx").InitContainer("busybox:1.36").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).
+		HostPort("", v1.ProtocolTCP, 8080).NodeSelector(map[string]string{"disk": "ssd"}).
+		Toleration("a", v1.TolerationOpEqual, "1", v1.TaintEffectNoSchedule).PVC("data").Obj()
+	var forward, reversed []configv1.Plugin
+	for _, p := range plugins.DefaultPlugins().MultiPoint.Enabled {
+		forward = append(forward, st.Plugin(p.Name, 0))
+	}
+	for i := len(forward) - 1; i >= 0; i-- {
+		reversed = append(reversed, forward[i])
+	}
+	args := []configv1.PluginConfig{{Name: "PodTopologySpread", Args: k8sruntime.RawExtension{Object: &configv1.PodTopologySpreadArgs{DefaultingType: configv1.ListDefaulting}}}}
+	in, back := st.PluginProfile(forward...), st.PluginProfile(reversed...)
+	in.PluginConfig, back.PluginConfig = args, args
+	sigIn, sigBack := signature(t, in, pod), signature(t, back, pod)
+	if len(sigIn) != 11 {
+		t.Fatalf("the default profile's plugins signed %v, want the schedulerName and the 10 kinds of fragment", sigIn)
+	}
+	if diff := cmp.Diff(sigIn, sigBack); diff != "" {
+		t.Errorf("signature (-in order +reversed):\n%s", diff)
+	}
+}

@@ -208,19 +208,19 @@ func TestNewFrameworkRefusesProfile(t *testing.T) {
 			name:    "upstream plugin behind a gate off by default",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: enabled("GangScheduling")}},
 			want: &ConfigError{ExtensionPoint: MultiPoint, Plugin: "GangScheduling",
-				Reason: "kube-scheduler 1.37 only has this plugin with the GenericWorkload feature gate, off by default; it is not built here"},
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the GenericWorkload feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
 		},
 		{
 			name:    "gated upstream plugin at a point",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PreFilter: enabled("DeferredPodScheduling")}},
 			want: &ConfigError{ExtensionPoint: PreFilter, Plugin: "DeferredPodScheduling",
-				Reason: "kube-scheduler 1.37 only has this plugin with the InPlacePodVerticalScalingSchedulerPreemption feature gate, off by default; it is not built here"},
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the InPlacePodVerticalScalingSchedulerPreemption feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
 		},
 		{
 			name:    "gated upstream plugin at a pod-group point",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PlacementScore: enabled("PodGroupPodsCount")}},
 			want: &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "PodGroupPodsCount",
-				Reason: "kube-scheduler 1.37 only has this plugin with the TopologyAwareWorkloadScheduling feature gate, off by default; it is not built here"},
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the TopologyAwareWorkloadScheduling feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
 		},
 		{
 			name:    "unknown plugin in multiPoint",

@@ -103,8 +103,6 @@ func implements[T any](p framework.Plugin) bool {
 	return ok
 }
 
-// extensionPoints lists the points in upstream's order (the order of
-// ListPlugins and of error checks).
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
 // and only for pod groups; pods are scheduled one at a time here.
@@ -151,8 +149,10 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 	return nil
 }
 
-// gatedOffPlugins are upstream 1.37.2's plugins that only exist behind a
-// feature gate off by default, with that gate. None is built here.
+// gatedOffPlugins are upstream 1.37.2's plugins that its default profile
+// adds only with a feature gate off by default, with that gate. Upstream
+// registers them whatever the gates, so a profile may name them, but they
+// do nothing useful with the gate off; none is built here.
 var gatedOffPlugins = map[string]string{
 	"GangScheduling":             "GenericWorkload",
 	"DeferredPodScheduling":      "InPlacePodVerticalScalingSchedulerPreemption",
@@ -161,14 +161,16 @@ var gatedOffPlugins = map[string]string{
 }
 
 // unregisteredReason says why a plugin name does not resolve: for an
-// upstream plugin behind a gate off by default, the gate.
+// upstream plugin only used with a gate off by default, the gate.
 func unregisteredReason(name string) string {
 	if gate, ok := gatedOffPlugins[name]; ok {
-		return fmt.Sprintf("kube-scheduler 1.37 only has this plugin with the %s feature gate, off by default; it is not built here", gate)
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
 	}
 	return "no such plugin is registered"
 }
 
+// extensionPoints lists the points in upstream's order (the order of
+// ListPlugins and of error checks).
 var extensionPoints = []extensionPoint{
 	{PreEnqueue, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PreEnqueue }, implements[framework.PreEnqueuePlugin],
 		func(f *frameworkImpl, p framework.Plugin) {

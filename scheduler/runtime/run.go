@@ -420,8 +420,9 @@ func (f *frameworkImpl) scoreBuffer(n int) *[]framework.NodeScore {
 
 // RunScorePlugins scores nodes with every Score plugin that did not skip,
 // normalizes, checks the 0..100 range and applies weights. Raw scores for
-// all (plugin, node) pairs live in one pooled buffer; each node's raw and
-// weighted breakdowns are windows of two more allocations.
+// all (plugin, node) pairs live in one pooled buffer; each node's weighted
+// breakdown, and its raw one when the cycle keeps raw scores for
+// opportunistic batching, are windows of one more allocation each.
 func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodePluginScores, status *framework.Status) {
 	defer f.observePoint(Score, time.Now(), &status)
 	plugins := f.scorePluginsToRun(state)
@@ -463,13 +464,21 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 	}
 
 	out := make([]framework.NodePluginScores, numNodes)
-	raw := make([]framework.PluginScore, numNodes*numPlugins)
+	var raw []framework.PluginScore
+	keep := state.ShouldKeepRawScores()
+	if keep {
+		raw = make([]framework.PluginScore, numNodes*numPlugins)
+	}
 	for index := range nodes {
-		nps := framework.NodePluginScores{Name: nodes[index].Node().Name, RawScores: raw[index*numPlugins : (index+1)*numPlugins : (index+1)*numPlugins]}
+		out[index].Name = nodes[index].Node().Name
+		if !keep {
+			continue
+		}
+		nps := &out[index]
+		nps.RawScores = raw[index*numPlugins : (index+1)*numPlugins : (index+1)*numPlugins]
 		for p, pl := range plugins {
 			nps.RawScores[p] = framework.PluginScore{Name: pl.Name(), Score: all[p*numNodes+index].Score}
 		}
-		out[index] = nps
 	}
 	if st := f.normalizeScores(ctx, state, pod, plugins, all, out); !st.IsSuccess() {
 		return nil, st
@@ -486,8 +495,18 @@ func (f *frameworkImpl) RunRawScorePlugins(ctx context.Context, state *framework
 		return nil, nil
 	}
 	scores := make([]framework.PluginScore, 0, len(plugins))
+	// Timed on sampled cycles as RunScorePlugins, as upstream's
+	// runRawScorePlugins does through runScorePlugin.
+	record := state.ShouldRecordPluginMetrics()
 	for _, pl := range plugins {
+		var start time.Time
+		if record {
+			start = time.Now()
+		}
 		score, s := pl.Score(ctx, state, pod, nodeInfo)
+		if record {
+			pl.obs.observe(s.Code(), time.Since(start))
+		}
 		if !s.IsSuccess() {
 			return nil, framework.AsStatus(fmt.Errorf("plugin %q failed with: %w", pl.Name(), s.AsError()))
 		}

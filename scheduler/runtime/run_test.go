@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 func TestRunPreFilterPlugins(t *testing.T) {
@@ -411,16 +414,28 @@ func TestRunScorePlugins(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = fw.Close() }()
-			state := framework.NewCycleState()
-			if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
-				t.Fatal(s)
-			}
-			got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
-			if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
-				t.Errorf("status (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("scores (-want +got):\n%s", diff)
+			// Raw scores are filled only when the cycle keeps them for
+			// opportunistic batching.
+			for _, keep := range []bool{true, false} {
+				state := framework.NewCycleState()
+				state.SetKeepRawScores(keep)
+				if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
+					t.Fatal(s)
+				}
+				got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
+				if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
+					t.Errorf("keep=%t: status (-want +got):\n%s", keep, diff)
+				}
+				want := tt.want
+				if !keep && want != nil {
+					want = slices.Clone(want)
+					for i := range want {
+						want[i].RawScores = nil
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("keep=%t: scores (-want +got):\n%s", keep, diff)
+				}
 			}
 		})
 	}
@@ -441,6 +456,7 @@ func TestRawScoreAndNormalize(t *testing.T) {
 	defer func() { _ = fw.Close() }()
 	f := fw
 	state := framework.NewCycleState()
+	state.SetKeepRawScores(true)
 	pod := makePod("p")
 	if s := f.RunPreScorePlugins(t.Context(), state, pod, nodes); !s.IsSuccess() {
 		t.Fatal(s)
@@ -468,6 +484,58 @@ func TestRawScoreAndNormalize(t *testing.T) {
 	}
 	if diff := cmp.Diff(all, kept); diff != "" {
 		t.Errorf("normalized again (-RunScorePlugins +NormalizeScores):\n%s", diff)
+	}
+}
+
+// TestRawScoreMetrics: re-scoring one node reports each Score plugin's
+// duration on cycles sampled for plugin metrics, as RunScorePlugins.
+func TestRawScoreMetrics(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%t", record), func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m, err := metrics.New(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &scorePlugin{name: "A", scores: map[string]int64{"node-0": 1}}
+			fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a}),
+				&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("A", 1)}}}, WithMetrics(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = fw.Close() }()
+			state := framework.NewCycleState()
+			state.SetRecordPluginMetrics(record)
+			if _, status := fw.RunRawScorePlugins(t.Context(), state, makePod("p"), makeNodes(1)[0]); !status.IsSuccess() {
+				t.Fatal(status)
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got uint64
+			for _, mf := range families {
+				if mf.GetName() != "scheduler_plugin_execution_duration_seconds" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels["extension_point"] == Score && labels["plugin"] == "A" && labels["status"] == "Success" {
+						got += m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+			var want uint64
+			if record {
+				want = 1
+			}
+			if got != want {
+				t.Errorf("Score samples of A = %d, want %d", got, want)
+			}
+		})
 	}
 }
 

@@ -23,6 +23,15 @@ func WithOpportunisticBatching(enabled bool) Option {
 // computeBatchablePlugins decides whether the instance signs pods, as
 // upstream's: only if it has no extenders (they see no signature) and
 // every PreFilter, Filter, PreScore and Score plugin is a SignPlugin.
+//
+// Unlike upstream, the plugins that refuse pods (PodTopologySpread,
+// InterPodAffinity; the others fail only on errors, such as a spec that
+// does not marshal) sign first: SignPod stops at the first refusal, and
+// in the default profile
+// PodTopologySpread's system default constraints refuse every pod, after
+// the others would have computed their fragments in vain. The signature
+// does not depend on the order: fragments go into a map by key, and the
+// plugins that share a key give it the same value.
 func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 	var candidates []framework.Plugin
 	for _, p := range f.preFilterPlugins {
@@ -44,14 +53,18 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 	}
 	seen := sets.New[string]()
 	unsupported := sets.New[string]()
-	var signers []framework.SignPlugin
+	var refusers, signers []framework.SignPlugin
 	for _, p := range candidates {
 		if seen.Has(p.Name()) {
 			continue
 		}
 		seen.Insert(p.Name())
 		if s, ok := p.(framework.SignPlugin); ok {
-			signers = append(signers, s)
+			if p.Name() == podTopologySpread || p.Name() == interPodAffinity {
+				refusers = append(refusers, s)
+			} else {
+				signers = append(signers, s)
+			}
 		} else {
 			unsupported.Insert(p.Name())
 		}
@@ -61,7 +74,7 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 		enable = false
 	}
 	if enable {
-		f.signPlugins = signers
+		f.signPlugins = append(refusers, signers...)
 		f.signs = true
 	}
 }
@@ -71,13 +84,18 @@ func (f *frameworkImpl) computeBatchablePlugins(logger klog.Logger) {
 // signature is the JSON of every plugin's fragments by key, with the
 // pod's schedulerName, as upstream's.
 func (f *frameworkImpl) SignPod(ctx context.Context, pod *v1.Pod) framework.PodSignature {
-	if !f.signs {
+	// Upstream's queue signs pods only with opportunistic batching on.
+	if f.batch == nil {
 		return nil
 	}
 	// As upstream, the extension point is observed as Success whatever the
-	// plugins answered (upstream's status there is never assigned); each
-	// plugin's own code goes to its plugin series.
+	// plugins answered (upstream's status there is never assigned), also
+	// when the instance cannot sign; each plugin's own code goes to its
+	// plugin series.
 	defer f.observePoint(Sign, time.Now(), nil)
+	if !f.signs {
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 	fragments := map[string]any{framework.SchedulerNameSignerName: pod.Spec.SchedulerName}
 	for _, pl := range f.signPlugins {

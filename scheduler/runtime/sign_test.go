@@ -80,46 +80,81 @@ func TestSignPodInstances(t *testing.T) {
 
 // TestSignPodMetrics: signing is observed at the Sign extension point,
 // always as Success like upstream's (whose status there is never set),
-// and per plugin with the plugin's own code.
+// also when the instance cannot sign, and per plugin with the plugin's
+// own code. Plugins that refuse pods sign first, so that no other plugin
+// signs a pod one of them refuses. With batching off nothing signs, as
+// upstream's queue.
 func TestSignPodMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := &signingFilter{filterOnly: filterOnly{name: "A"}}
 	refuses := &signingFilter{filterOnly: filterOnly{name: "Refuses"}, status: framework.NewStatus(framework.Unschedulable, "not signable")}
-	fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a, "Refuses": refuses}),
-		&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "A"}, {Name: "Refuses"}}}}, WithMetrics(m))
-	if err != nil {
-		t.Fatal(err)
+	unsigned := &filterOnly{name: "Unsigned"}
+	spread := &signingFilter{filterOnly: filterOnly{name: podTopologySpread}, status: framework.NewStatus(framework.Unschedulable, "not signable")}
+	registry := baseRegistry(map[string]framework.Plugin{"A": a, "Refuses": refuses, "Unsigned": unsigned, podTopologySpread: spread})
+	tests := []struct {
+		name    string
+		plugins []string
+		opts    []Option
+		want    []string
+	}{
+		{
+			name: "a plugin refuses", plugins: []string{"A", "Refuses"},
+			want: []string{
+				"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
+				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=A,status=Success}",
+				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=Refuses,status=Unschedulable}",
+			},
+		},
+		{
+			name: "PodTopologySpread signs first and its refusal stops signing", plugins: []string{"A", podTopologySpread},
+			want: []string{
+				"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
+				"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=PodTopologySpread,status=Unschedulable}",
+			},
+		},
+		{
+			name: "the instance cannot sign", plugins: []string{"A", "Unsigned"},
+			want: []string{"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}"},
+		},
+		{name: "batching off", plugins: []string{"A"}, opts: []Option{WithOpportunisticBatching(false)}},
 	}
-	defer func() { _ = fw.Close() }()
-	if sig := fw.SignPod(t.Context(), makePod("p")); sig != nil {
-		t.Fatalf("SignPod = %q, want nil", sig)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, mf := range families {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m, err := metrics.New(reg)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if slices.Contains(labels, "extension_point=Sign") {
-				got = append(got, mf.GetName()+"{"+strings.Join(labels, ",")+"}")
+			var ps configv1.PluginSet
+			for _, n := range tt.plugins {
+				ps.Enabled = append(ps.Enabled, configv1.Plugin{Name: n})
 			}
-		}
-	}
-	want := []string{
-		"scheduler_framework_extension_point_duration_seconds{extension_point=Sign,profile=test,status=Success}",
-		"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=A,status=Success}",
-		"scheduler_plugin_execution_duration_seconds{extension_point=Sign,plugin=Refuses,status=Unschedulable}",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Sign series (-want +got):\n%s", diff)
+			fw, err := newTestFramework(t.Context(), registry, &configv1.Plugins{MultiPoint: ps}, append(tt.opts, WithMetrics(m))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = fw.Close() }()
+			if sig := fw.SignPod(t.Context(), makePod("p")); sig != nil {
+				t.Fatalf("SignPod = %q, want nil", sig)
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mf := range families {
+				for _, m := range mf.GetMetric() {
+					var labels []string
+					for _, l := range m.GetLabel() {
+						labels = append(labels, l.GetName()+"="+l.GetValue())
+					}
+					if slices.Contains(labels, "extension_point=Sign") {
+						got = append(got, mf.GetName()+"{"+strings.Join(labels, ",")+"}")
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Sign series (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -116,7 +116,13 @@ func (s volumeSet) add(driver, handle string) { s[volumeKey{driver, handle}] = s
 // that makes the pod unschedulable.
 type podVolumes struct {
 	volumes volumeSet
-	err     error
+	// required are the drivers of volumes, in name order, whose CSIDriver
+	// sets preventPodSchedulingIfMissing: each node's CSINode must list
+	// them. driverErr is the error of the first CSIDriver lookup that
+	// failed; the drivers after it were not looked up.
+	required  []string
+	driverErr error
+	err       error
 }
 
 // preFilterState holds the incoming pod's volumes resolved once per cycle.
@@ -161,7 +167,39 @@ func (pl *csiLimits) resolveNewPod(logger klog.Logger, pod *v1.Pod) *preFilterSt
 	}
 	s.withCSINode.err = pl.attachableVolumes(logger, pod, true, true, nil, s.withCSINode.volumes)
 	s.withoutCSINode.err = pl.attachableVolumes(logger, pod, false, true, nil, s.withoutCSINode.volumes)
+	pl.requireDrivers(&s.withCSINode)
+	pl.requireDrivers(&s.withoutCSINode)
 	return s
+}
+
+// requireDrivers looks up, once per cycle rather than per node, the
+// CSIDrivers of v's volumes, in name order: upstream walks the pod's
+// volumes in map order, so with several missing drivers the one it names
+// is random; name order names one of the drivers upstream may name. A
+// driver without a CSIDriver may not be a CSI driver at all, so it is not
+// required, as upstream.
+func (pl *csiLimits) requireDrivers(v *podVolumes) {
+	if v.err != nil {
+		return
+	}
+	drivers := make([]string, 0, len(v.volumes))
+	for vol := range v.volumes {
+		drivers = append(drivers, vol.driver)
+	}
+	slices.Sort(drivers)
+	for _, driver := range slices.Compact(drivers) {
+		csiDriver, err := pl.csiDriverLister.Get(driver)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			v.driverErr = fmt.Errorf("error getting CSIDriver for provider %s: %w", driver, err)
+			return
+		}
+		if p := csiDriver.Spec.PreventPodSchedulingIfMissing; p != nil && *p {
+			v.required = append(v.required, driver)
+		}
+	}
 }
 
 // Filter checks that every driver the pod uses that asks for it is on the
@@ -202,7 +240,7 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 		return nil
 	}
 
-	if s := pl.checkDriversInstalled(newPod.volumes, csiNode); s != nil {
+	if s := checkDriversInstalled(newPod, csiNode); s != nil {
 		return s
 	}
 
@@ -269,48 +307,19 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 // of the pod's volumes is missing from its CSINode (or it has none) and the
 // driver's CSIDriver sets preventPodSchedulingIfMissing: upstream's
 // VolumeLimitScaling check, beta and on since 1.37. The check runs before
-// the limits, so it applies to nodes without any limit too. Upstream walks
-// the pod's volumes in map order, so with several missing drivers the one
-// it names is random; drivers are checked here in name order, which names
-// one of the drivers upstream may name.
-func (pl *csiLimits) checkDriversInstalled(volumes volumeSet, csiNode *storagev1.CSINode) *framework.Status {
-	drivers := make([]string, 0, len(volumes))
-	for v := range volumes {
-		drivers = append(drivers, v.driver)
-	}
-	slices.Sort(drivers)
-	for _, driver := range slices.Compact(drivers) {
-		installed, err := pl.driverInstalled(driver, csiNode)
-		if err != nil {
-			return framework.AsStatus(err)
-		}
-		if !installed {
+// the limits, so it applies to nodes without any limit too. The drivers
+// are checked in name order (see requireDrivers), a failed CSIDriver
+// lookup where it happened in that order.
+func checkDriversInstalled(v podVolumes, csiNode *storagev1.CSINode) *framework.Status {
+	for _, driver := range v.required {
+		if csiNode == nil || !slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }) {
 			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("%s CSI driver is not installed on the node", driver))
 		}
 	}
+	if v.driverErr != nil {
+		return framework.AsStatus(v.driverErr)
+	}
 	return nil
-}
-
-// driverInstalled reports whether driver may be used on the node of
-// csiNode: always, unless its CSIDriver exists and opts in with
-// preventPodSchedulingIfMissing, in which case the CSINode must list it.
-// A driver without a CSIDriver may not be a CSI driver at all, so it is
-// let through, as upstream does.
-func (pl *csiLimits) driverInstalled(driver string, csiNode *storagev1.CSINode) (bool, error) {
-	csiDriver, err := pl.csiDriverLister.Get(driver)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("error getting CSIDriver for provider %s: %w", driver, err)
-	}
-	if csiDriver.Spec.PreventPodSchedulingIfMissing == nil || !*csiDriver.Spec.PreventPodSchedulingIfMissing {
-		return true, nil
-	}
-	if csiNode == nil {
-		return false, nil
-	}
-	return slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }), nil
 }
 
 // volumeLimits returns the allocatable count of each driver of csiNode that
