@@ -84,11 +84,19 @@ func (c *Cache[T]) Close() error {
 // Assume, AssumeWritten and Restore. Handlers are called with the cache's
 // lock held, so they must be quick and must not call the cache. Add them
 // before the informer starts: objects already in the store are not
-// replayed.
-func (c *Cache[T]) AddEventHandler(h cache.ResourceEventHandler) {
+// replayed. The registration returned is the cache's own with the
+// informer: it has synced once every handler saw the initial objects.
+func (c *Cache[T]) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.handlers = append(c.handlers, h)
+	return c.registration, nil
+}
+
+// HasSynced reports whether the informer synced and the cache saw its
+// initial objects.
+func (c *Cache[T]) HasSynced() bool {
+	return c.registration.HasSynced()
 }
 
 // informerChanged drops the assumed object of the changed key unless the

@@ -176,7 +176,7 @@ func TestAssumeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	var events []string
-	c.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = c.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { events = append(events, "add "+obj.(*v1.PersistentVolume).ResourceVersion) },
 		UpdateFunc: func(old, obj any) {
 			events = append(events, "update "+old.(*v1.PersistentVolume).ResourceVersion+"->"+obj.(*v1.PersistentVolume).ResourceVersion)
