@@ -320,6 +320,10 @@ func (d *SimulatedDRADriver) sync(ctx context.Context, nodeName string) error {
 		// Its event brings the node back.
 		return nil
 	}
+	if err == nil {
+		klog.FromContext(ctx).V(2).Info("Published the simulated GPUs of a node again", "node", nodeName, "devices", len(want.Spec.Devices),
+			"generation", updated.Spec.Pool.Generation)
+	}
 	return err
 }
 
