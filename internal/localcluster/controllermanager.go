@@ -68,8 +68,9 @@ func WorkloadControllers() []string {
 // which evicts pods whose allocated devices gained a NoExecute taint they
 // do not tolerate, from a ResourceSlice or a DeviceTaintRule. Their gates
 // (DynamicResourceAllocation, DRADeviceTaints) are on by default in 1.37.2,
-// and kube-apiserver serves resource.k8s.io/v1 by default. The garbage
-// collector of VolumeControllers removes the claims of deleted pods too.
+// and kube-apiserver serves resource.k8s.io/v1 by default. The claims made
+// for a pod that is deleted are left to the garbage collector (in
+// VolumeControllers), which deletes them with their owner.
 func DRAControllers() []string {
 	return []string{
 		"resourceclaim-controller",

@@ -36,7 +36,7 @@ var _ = Describe("Dynamic Resource Allocation", func() {
 		Expect(eventNotes(ctx, pod, "Scheduled")()).To(ContainElement(fmt.Sprintf("Successfully assigned %s/%s to %s", ns, pod.Name, gpuNodes[0])))
 
 		Expect(c.Delete(ctx, pod)).To(Succeed())
-		Eventually(gone(ctx, claim)).Should(BeTrue(), "the resource claim controller deletes the claim made for a deleted pod")
+		Eventually(gone(ctx, claim)).Should(BeTrue(), "the garbage collector deletes the claim made for a deleted pod")
 	})
 
 	It("allocates exactly the count asked for, refuses more than is free and places the pod once devices are freed", func(ctx SpecContext) {

@@ -19,15 +19,16 @@ import (
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
-// Upstream's reasons (dynamicresources.go) and the verdict
-// DefaultPreemption adds when no pod of lower priority is in the way.
+// Upstream's reasons (dynamicresources.go).
 const (
 	reasonCannotAllocate = "cannot allocate all claims"
 	reasonNotAvailable   = "resourceclaim not available on the node"
 )
 
+// unschedulableMessage is kube-scheduler 1.37.2's message for a pod every
+// node refuses for reason, with DefaultPreemption's verdict on it.
 func unschedulableMessage(nodes int, reason string) string {
-	return fmt.Sprintf("0/%[1]d nodes are available: %[1]d %[2]s. preemption: 0/%[1]d nodes are available: %[1]d No preemption victims found for incoming pod.", nodes, reason)
+	return fmt.Sprintf("0/%[1]d nodes are available: %[1]d %[2]s. preemption: 0/%[1]d nodes are available: %[1]d Preemption is not helpful for scheduling.", nodes, reason)
 }
 
 // The simulated GPUs of the specs' nodes: two models told apart by their

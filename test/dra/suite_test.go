@@ -96,7 +96,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
-	kcm, err = testenv.StartControllerManager(env, GinkgoWriter, localcluster.DRAControllers()...)
+	// The garbage collector too: it deletes the claims made for deleted
+	// pods, which the resource claim controller leaves to it.
+	kcm, err = testenv.StartControllerManager(env, GinkgoWriter, append(localcluster.DRAControllers(), "garbage-collector-controller")...)
 	Expect(err).NotTo(HaveOccurred())
 
 	cfg.QPS, cfg.Burst = 200, 400

@@ -69,10 +69,15 @@ func (h *harness) awaitDevices(ctx context.Context, gpuNodes int, namespaces ...
 	return nil
 }
 
-// awaitClaimsGone waits until the resource claim controller deleted the
-// claims made for the deleted pods of namespace, so that the next
-// scheduler finds their devices free.
-func (h *harness) awaitClaimsGone(ctx context.Context, namespace string) error {
+// deleteClaims deletes the claims made for the deleted pods of namespace
+// (in a cluster the garbage collector would, which the workload does not
+// run) and waits until they are gone, the resource claim controller
+// having seen their pods go, so that the next scheduler finds their
+// devices free.
+func (h *harness) deleteClaims(ctx context.Context, namespace string) error {
+	if err := h.cs.ResourceV1().ResourceClaims(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, draSetUpTimeout, true, func(ctx context.Context) (bool, error) {
 		claims, err := h.cs.ResourceV1().ResourceClaims(namespace).List(ctx, metav1.ListOptions{})
 		return err == nil && len(claims.Items) == 0, err

@@ -435,7 +435,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		if w.DRA {
-			if err := h.awaitClaimsGone(ctx, measureNamespace); err != nil {
+			if err := h.deleteClaims(ctx, measureNamespace); err != nil {
 				return nil, err
 			}
 		}
