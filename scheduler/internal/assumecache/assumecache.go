@@ -43,14 +43,27 @@ type Cache[T metav1.Object] struct {
 	inf          Informer
 	registration cache.ResourceEventHandlerRegistration
 
-	// mu guards assumed and handlers. Readers take it shared so that the
-	// Filter goroutines of one cycle never wait on each other; Assume,
-	// Restore and the informer's handler take it exclusively. The
-	// informer's indexer has its own lock, always taken after mu and never
-	// held while waiting for mu, so the order mu → indexer cannot deadlock.
+	// mu guards assumed, handlers, events and emitting. Readers take it
+	// shared so that the Filter goroutines of one cycle never wait on each
+	// other; Assume, Restore and the informer's handler take it
+	// exclusively. The informer's indexer has its own lock, always taken
+	// after mu and never held while waiting for mu, so the order mu →
+	// indexer cannot deadlock.
 	mu       sync.RWMutex
 	assumed  map[string]entry[T]
 	handlers []cache.ResourceEventHandler
+
+	// events holds the handler calls of changes made under mu, delivered
+	// in order by emit once mu is released: a handler may read the cache
+	// (the scheduling queue's handler runs queueing hints and PreEnqueue
+	// plugins, which look claims up), so calling it under mu would
+	// deadlock, as upstream's assume cache explains. emitting is true
+	// while one goroutine delivers; others wait on emitDone (whose
+	// locker is mu) and then deliver what is left, so every change is
+	// delivered before the call that made it returns.
+	events   []func()
+	emitting bool
+	emitDone *sync.Cond
 }
 
 type entry[T metav1.Object] struct {
@@ -62,6 +75,7 @@ type entry[T metav1.Object] struct {
 // New follows inf. gr names the resource in errors and logs.
 func New[T metav1.Object](logger klog.Logger, inf Informer, gr schema.GroupResource) (*Cache[T], error) {
 	c := &Cache[T]{logger: logger, gr: gr, store: inf.GetIndexer(), inf: inf, assumed: map[string]entry[T]{}}
+	c.emitDone = sync.NewCond(&c.mu)
 	var err error
 	c.registration, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.informerChanged(nil, obj) },
@@ -81,8 +95,8 @@ func (c *Cache[T]) Close() error {
 
 // AddEventHandler reports changes of what the cache shows (informer
 // objects with assumptions applied), in order: the informer's changes,
-// Assume, AssumeWritten and Restore. Handlers are called with the cache's
-// lock held, so they must be quick and must not call the cache. Add them
+// Assume, AssumeWritten and Restore. Handlers are called one at a time,
+// without the cache's lock held, so they may read the cache. Add them
 // before the informer starts: objects already in the store are not
 // replayed. The registration returned is the cache's own with the
 // informer: it has synced once every handler saw the initial objects.
@@ -115,6 +129,7 @@ func (c *Cache[T]) informerChanged(old, obj any) {
 		c.logger.Error(err, "Cannot get the key of an informer object", "resource", c.gr.Resource)
 		return
 	}
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	oldShown, newShown := c.shown(key, old), c.shown(key, obj)
@@ -137,17 +152,50 @@ func (c *Cache[T]) shown(key string, obj any) any {
 	return obj
 }
 
-// notify calls the handlers for a change from old to obj. Callers hold mu.
+// notify queues the handlers' calls for a change from old to obj; the
+// caller delivers them with emit once it released mu. Callers hold mu.
 func (c *Cache[T]) notify(old, obj any) {
 	for _, h := range c.handlers {
 		switch {
 		case old == nil && obj != nil:
-			h.OnAdd(obj, false)
+			c.events = append(c.events, func() { h.OnAdd(obj, false) })
 		case old != nil && obj == nil:
-			h.OnDelete(old)
+			c.events = append(c.events, func() { h.OnDelete(old) })
 		case old != nil:
-			h.OnUpdate(old, obj)
+			c.events = append(c.events, func() { h.OnUpdate(old, obj) })
 		}
+	}
+}
+
+// emit delivers the queued handler calls in order, without holding mu. One
+// goroutine delivers at a time, so each handler sees the changes in the
+// order they were made; a caller that finds another delivering waits for
+// it, then delivers what is left. Callers must not hold mu.
+func (c *Cache[T]) emit() {
+	c.mu.Lock()
+	for c.emitting {
+		c.emitDone.Wait()
+	}
+	c.emitting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.emitting = false
+		c.emitDone.Signal()
+		c.mu.Unlock()
+	}()
+	for {
+		c.mu.Lock()
+		if len(c.events) == 0 {
+			c.events = nil
+			c.mu.Unlock()
+			return
+		}
+		deliver := c.events[0]
+		c.events[0] = nil
+		c.events = c.events[1:]
+		c.mu.Unlock()
+		deliver()
 	}
 }
 
@@ -232,6 +280,7 @@ func (c *Cache[T]) overlayAll(objs []any) []T {
 // version the informer no longer has would hide a newer write.
 func (c *Cache[T]) Assume(obj T) error {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stored, err := c.GetAPIObj(key)
@@ -251,6 +300,7 @@ func (c *Cache[T]) Assume(obj T) error {
 // version there is nothing to assume.
 func (c *Cache[T]) AssumeWritten(obj T) error {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stored, err := c.GetAPIObj(key)
@@ -279,6 +329,7 @@ func (c *Cache[T]) set(key string, e entry[T], stored T) {
 // version (made since by another pod) is kept.
 func (c *Cache[T]) Restore(obj T) {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.assumed[key]; ok && e.obj.GetResourceVersion() == obj.GetResourceVersion() {
@@ -288,6 +339,7 @@ func (c *Cache[T]) Restore(obj T) {
 
 // RestoreKey forgets any assumption for key.
 func (c *Cache[T]) RestoreKey(key string) {
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.assumed[key]; ok {

@@ -3,6 +3,7 @@ package assumecache
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -231,5 +232,56 @@ func TestAssumeWritten(t *testing.T) {
 	want := []string{"add 5", "update 5->6", "update 6->6", "update 6->6", "update 6->7", "update 7->6", "delete 6"}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandlerReadsCache checks that handlers may read the cache, as the
+// scheduling queue's does (its queueing hints and PreEnqueue plugins look
+// claims up), and see the change they are told of: each change of the
+// informer, Assume, AssumeWritten and Restore is delivered without the
+// cache's lock held.
+func TestHandlerReadsCache(t *testing.T) {
+	inf := &fakeInformer{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	c, err := New[*v1.PersistentVolume](klog.Background(), inf, schema.GroupResource{Resource: "persistentvolumes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	read := func() {
+		pv, err := c.Get("pv")
+		if err != nil {
+			seen = append(seen, "gone")
+			return
+		}
+		seen = append(seen, pv.ResourceVersion+pv.Spec.StorageClassName)
+	}
+	_, _ = c.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { read() },
+		UpdateFunc: func(any, any) { read() },
+		DeleteFunc: func(any) { read() },
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "pv-uid", ResourceVersion: "5"}}
+		inf.add(pv)
+		assumed := pv.DeepCopy()
+		assumed.Spec.StorageClassName = "-assumed"
+		_ = c.Assume(assumed)
+		c.Restore(assumed)
+		written := pv.DeepCopy()
+		written.ResourceVersion = "6"
+		_ = c.AssumeWritten(written)
+		c.RestoreKey("pv")
+		inf.delete(pv)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a handler reading the cache deadlocked")
+	}
+	want := []string{"5", "5-assumed", "5", "6", "5", "gone"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("what handlers read (-want +got):\n%s", diff)
 	}
 }
