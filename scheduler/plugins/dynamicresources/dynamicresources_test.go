@@ -2,6 +2,7 @@ package dynamicresources
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -16,12 +17,14 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
+	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -533,5 +536,62 @@ func TestSignPod(t *testing.T) {
 	want := framework.NewStatus(framework.Unschedulable, "pods with dra resource claims are not signable")
 	if _, s := pl.SignPod(t.Context(), podWithClaim("p", "gpu")); !cmp.Equal(want, s) {
 		t.Errorf("pod with claims: %v, want %v", s, want)
+	}
+}
+
+// TestTemplateClaimReleasesGatedPod runs a pod whose claim comes from a
+// template through the scheduling queue: PreEnqueue keeps it gated until
+// the resource claim controller has made the claim and recorded it in the
+// pod's status, in whichever order the scheduler hears of the two. The
+// queue hears of claims through the manager's claim cache, as the
+// scheduler wires it, and its hints read that cache.
+func TestTemplateClaimReleasesGatedPod(t *testing.T) {
+	for _, claimFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("claim seen first: %v", claimFirst), func(t *testing.T) {
+			e := newEnv(t, nil)
+			logger, ctx := ktesting.NewTestContext(t)
+			q := queue.New()
+			q.SetProfile(ctx, e.fwk)
+			claimAdd := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Add}
+			if _, err := e.manager.ClaimEvents().AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc: func(obj any) { q.MoveAllToActiveOrBackoffQueue(logger, claimAdd, nil, obj, nil) },
+			}); err != nil {
+				t.Fatal(err)
+			}
+			pending := st.MakePod().Namespace(namespace).Name("p").UID("p-uid").SchedulerName(e.fwk.ProfileName()).ResourceClaim("gpu", "gpu-template").Obj()
+			withStatus := pending.DeepCopy()
+			withStatus.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu")}}
+			generated := claim("p-gpu", 1)
+			generated.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p-uid", Controller: ptr.To(true)}}
+
+			q.Add(logger, pending)
+			waitFor := func(step string, want queue.Summary) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for q.Summary() != want && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if diff := cmp.Diff(want, q.Summary()); diff != "" {
+					t.Fatalf("%s (-want +got):\n%s", step, diff)
+				}
+			}
+			waitFor("pod added", queue.Summary{Gated: 1})
+			addClaim := func() {
+				if _, err := e.client.ResourceV1().ResourceClaims(namespace).Create(ctx, generated, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				e.waitForClaim(t, generated.Name, func(*resourceapi.ResourceClaim) bool { return true })
+			}
+			if claimFirst {
+				addClaim()
+				waitFor("claim made, not yet in the pod's status", queue.Summary{Gated: 1})
+				q.Update(logger, pending, withStatus)
+			} else {
+				q.Update(logger, pending, withStatus)
+				waitFor("claim in the pod's status, not yet made", queue.Summary{Gated: 1})
+				addClaim()
+			}
+			waitFor("claim made and in the pod's status", queue.Summary{Active: 1})
+		})
 	}
 }
