@@ -39,6 +39,18 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=persistentvolumes;persistentvolumeclaims,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch
 //
+// Dynamic Resource Allocation, exactly upstream 1.37's system:kube-scheduler
+// rules for resource.k8s.io with its default gates: DynamicResources reads
+// classes, slices and DeviceTaintRules, and writes claims (the finalizer)
+// and their status (allocation, reservedFor, deallocation in PostFilter).
+// Upstream also grants creating and deleting claims (DRAExtendedResource's
+// special claims) and resourceclaims/binding (DRAResourceClaimGranularStatusAuthorization).
+//
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=deviceclasses;resourceslices;devicetaintrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;update;patch;create;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/binding,verbs=update;patch
+//
 // In the operator's own namespace only, through a Role of the same name
 // (system is config/rbac's placeholder, which config/default replaces with
 // the operator's namespace): the leader-election Lease, which the elector

@@ -102,7 +102,7 @@ var _ = Describe("SchedulingProfile controller", func() {
 		Expect(sp.Status.Plugins).NotTo(BeNil())
 		Expect(sp.Status.Plugins.QueueSort).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "PrioritySort"}}))
 		Expect(sp.Status.Plugins.Bind).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "DefaultBinder"}}))
-		Expect(sp.Status.OmittedDefaultPlugins).To(Equal([]string{"DynamicResources"}))
+		Expect(sp.Status.OmittedDefaultPlugins).To(BeEmpty())
 
 		ns := namespace()
 		pod := createPod(poolPod(ns, "web", "basic", "basic", "500m", "512Mi"))
