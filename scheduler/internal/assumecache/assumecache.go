@@ -43,7 +43,7 @@ type Cache[T metav1.Object] struct {
 	inf          Informer
 	registration cache.ResourceEventHandlerRegistration
 
-	// mu guards assumed and handlers. Readers take it shared so that the
+	// mu guards assumed, handlers and events. Readers take it shared so that the
 	// Filter goroutines of one cycle never wait on each other; Assume,
 	// Restore and the informer's handler take it exclusively. The
 	// informer's indexer has its own lock, always taken after mu and never
@@ -51,6 +51,13 @@ type Cache[T metav1.Object] struct {
 	mu       sync.RWMutex
 	assumed  map[string]entry[T]
 	handlers []cache.ResourceEventHandler
+	// events are deliveries of changes to handlers, queued in order under
+	// mu and made without it (emit): a handler may read the cache, as
+	// DynamicResources' queueing hints do, which would deadlock on mu.
+	// Every method that queues one emits before it returns, as upstream's
+	// assume cache does; a slice, not a channel, so that queueing under mu
+	// never blocks.
+	events []func()
 }
 
 type entry[T metav1.Object] struct {
@@ -81,8 +88,8 @@ func (c *Cache[T]) Close() error {
 
 // AddEventHandler reports changes of what the cache shows (informer
 // objects with assumptions applied), in order: the informer's changes,
-// Assume, AssumeWritten and Restore. Handlers are called with the cache's
-// lock held, so they must be quick and must not call the cache. Add them
+// Assume, AssumeWritten and Restore. Handlers are called without the
+// cache's lock, so they may read the cache. Add them
 // before the informer starts: objects already in the store are not
 // replayed. The registration returned is the cache's own with the
 // informer: it has synced once every handler saw the initial objects.
@@ -115,6 +122,7 @@ func (c *Cache[T]) informerChanged(old, obj any) {
 		c.logger.Error(err, "Cannot get the key of an informer object", "resource", c.gr.Resource)
 		return
 	}
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	oldShown, newShown := c.shown(key, old), c.shown(key, obj)
@@ -137,17 +145,35 @@ func (c *Cache[T]) shown(key string, obj any) any {
 	return obj
 }
 
-// notify calls the handlers for a change from old to obj. Callers hold mu.
+// notify queues the calls of the handlers for a change from old to obj.
+// Callers hold mu, and emit once they released it.
 func (c *Cache[T]) notify(old, obj any) {
 	for _, h := range c.handlers {
 		switch {
 		case old == nil && obj != nil:
-			h.OnAdd(obj, false)
+			c.events = append(c.events, func() { h.OnAdd(obj, false) })
 		case old != nil && obj == nil:
-			h.OnDelete(old)
+			c.events = append(c.events, func() { h.OnDelete(old) })
 		case old != nil:
-			h.OnUpdate(old, obj)
+			c.events = append(c.events, func() { h.OnUpdate(old, obj) })
 		}
+	}
+}
+
+// emit delivers the queued events, in order, without holding mu. Callers
+// do not hold mu.
+func (c *Cache[T]) emit() {
+	for {
+		c.mu.Lock()
+		if len(c.events) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		deliver := c.events[0]
+		c.events[0] = nil
+		c.events = c.events[1:]
+		c.mu.Unlock()
+		deliver()
 	}
 }
 
@@ -232,6 +258,7 @@ func (c *Cache[T]) overlayAll(objs []any) []T {
 // version the informer no longer has would hide a newer write.
 func (c *Cache[T]) Assume(obj T) error {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stored, err := c.GetAPIObj(key)
@@ -251,6 +278,7 @@ func (c *Cache[T]) Assume(obj T) error {
 // version there is nothing to assume.
 func (c *Cache[T]) AssumeWritten(obj T) error {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stored, err := c.GetAPIObj(key)
@@ -279,6 +307,7 @@ func (c *Cache[T]) set(key string, e entry[T], stored T) {
 // version (made since by another pod) is kept.
 func (c *Cache[T]) Restore(obj T) {
 	key := cache.MetaObjectToName(obj).String()
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.assumed[key]; ok && e.obj.GetResourceVersion() == obj.GetResourceVersion() {
@@ -288,6 +317,7 @@ func (c *Cache[T]) Restore(obj T) {
 
 // RestoreKey forgets any assumption for key.
 func (c *Cache[T]) RestoreKey(key string) {
+	defer c.emit()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.assumed[key]; ok {

@@ -3,6 +3,7 @@ package assumecache
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -231,5 +232,48 @@ func TestAssumeWritten(t *testing.T) {
 	want := []string{"add 5", "update 5->6", "update 6->6", "update 6->6", "update 6->7", "update 7->6", "delete 6"}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A handler may read the cache: DynamicResources' queueing hints, called
+// from the claim events, look the pod's claims up in it.
+func TestHandlersMayReadTheCache(t *testing.T) {
+	inf := &fakeInformer{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	c, err := New[*v1.PersistentVolume](klog.Background(), inf, schema.GroupResource{Resource: "persistentvolumes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	read := func(obj any) {
+		got, err := c.Get(obj.(*v1.PersistentVolume).Name)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		seen = append(seen, got.ResourceVersion)
+	}
+	_, _ = c.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    read,
+		UpdateFunc: func(_, obj any) { read(obj) },
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: "pv-uid", ResourceVersion: "5"}}
+		inf.add(pv)
+		assumed := pv.DeepCopy()
+		assumed.Spec.StorageClassName = "assumed"
+		if err := c.Assume(assumed); err != nil {
+			t.Error(err)
+		}
+		c.Restore(assumed)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a handler reading the cache deadlocked")
+	}
+	if diff := cmp.Diff([]string{"5", "5", "5"}, seen); diff != "" {
+		t.Errorf("versions the handler read (-want +got):\n%s", diff)
 	}
 }
