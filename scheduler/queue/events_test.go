@@ -114,6 +114,16 @@ func TestPodSchedulingPropertiesChange(t *testing.T) {
 			want: []framework.ClusterEvent{ev(framework.UnscheduledPod, framework.Update)},
 		},
 		{
+			name: "claim made from a template recorded in the target pod's status", old: st.MakePod().Name("p").Obj(),
+			new: func() *v1.Pod {
+				pod := st.MakePod().Name("p").Obj()
+				name := "p-gpus-x7k2p"
+				pod.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpus", ResourceClaimName: &name}}
+				return pod
+			}(),
+			target: true, want: []framework.ClusterEvent{ev(framework.TargetPod, framework.UpdatePodGeneratedResourceClaim)},
+		},
+		{
 			name: "toleration added", old: st.MakePod().Name("p").Obj(), new: st.MakePod().Name("p").Toleration("k", v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).Obj(),
 			want: []framework.ClusterEvent{ev(framework.UnscheduledPod, framework.UpdatePodToleration)},
 		},
