@@ -375,6 +375,13 @@ func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIn
 // Profiles returns the live profile set the loop serves.
 func (s *Scheduler) Profiles() *profiles.Set { return s.profiles }
 
+// ResourceClaims returns the ResourceClaims as the scheduler knows them,
+// with the allocations its profiles made in Reserve and have not written
+// yet: what the claims of a pod held at Permit would get.
+func (s *Scheduler) ResourceClaims() framework.ResourceClaimTracker {
+	return s.draManager.ResourceClaims()
+}
+
 // ExtenderPolicy returns what the profiles' extenders are allowed.
 func (s *Scheduler) ExtenderPolicy() extender.Policy { return s.extenderPolicy }
 
