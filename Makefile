@@ -43,17 +43,27 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (also on the test/upstreamdiff module).
 	$(GOLANGCI_LINT) run ./...
+	cd test/upstreamdiff && $(GOLANGCI_LINT) run ./...
 
 .PHONY: control-plane
 control-plane: ## Build the test control plane (kube-apiserver, etcd, kube-controller-manager) from the Go module proxy, cached.
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet control-plane ## Run unit tests and the envtest suites on a real API server.
+test: manifests generate fmt vet control-plane ## Run unit tests, the envtest suites on a real API server, and the comparison with kube-scheduler.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
 		go test $(TEST_FLAGS) ./... -coverprofile cover.out
+	$(MAKE) test-upstream-diff
+
+# Random clusters per run of the comparison with kube-scheduler; more with
+# e.g. UPSTREAMDIFF_SEEDS=200 (UPSTREAMDIFF_FIRST_SEED picks where to start).
+UPSTREAMDIFF_SEEDS ?= 10
+
+.PHONY: test-upstream-diff
+test-upstream-diff: ## Compare the default profile with kube-scheduler 1.37.2's framework on random clusters (part of make test; its own module, test/upstreamdiff).
+	cd test/upstreamdiff && UPSTREAMDIFF_SEEDS=$(UPSTREAMDIFF_SEEDS) go test -race -count=1 -timeout 30m .
 
 .PHONY: test-faults
 test-faults: control-plane ## Run only the fault suite (part of make test), verbose, printing its figures: etcd and kube-apiserver restarted, the leader paused and cut off, mid-burst.

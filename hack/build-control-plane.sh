@@ -11,7 +11,7 @@
 # requires it and pins each staging module to the matching v0.x release.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-1.36.3}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
 STAGING_VERSION=v0.${K8S_VERSION#1.}
 CACHE_ROOT=${PROFILE_SCHEDULER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/profile-scheduler}
 DEST=$CACHE_ROOT/control-plane/v$K8S_VERSION

@@ -308,7 +308,7 @@ func (s *Scheduler) updateAssignedPodInCache(oldPod, newPod *v1.Pod) {
 	if err := s.cache.UpdatePod(s.logger, oldPod, newPod); err != nil {
 		s.logger.Error(err, "Updating a pod in the scheduler cache", "pod", klog.KObj(oldPod))
 	}
-	for _, evt := range queue.PodSchedulingPropertiesChange(newPod, oldPod) {
+	for _, evt := range queue.PodSchedulingPropertiesChange(newPod, oldPod, false) {
 		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, evt, oldPod, newPod, nil)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -100,6 +99,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 			s.handleBindingCycleError(ctx, state, fwk, assumedPodInfo, start, result, status)
 			return
 		}
+		fwk.RemovePodInPreBind(assumedPodInfo.Pod.UID)
 		s.queue.Done(assumedPodInfo.Pod.UID)
 	}()
 	return true
@@ -204,19 +204,28 @@ func rejectionOnNode(pod *v1.Pod, nodeName string, sts *framework.Status) *frame
 	return framework.NewStatus(sts.Code()).WithError(fitErr)
 }
 
-// schedulePod picks a node for pod on an up-to-date snapshot.
+// schedulePod picks a node for pod on an up-to-date snapshot. With
+// opportunistic batching (upstream's, see runtime.opportunisticBatch) the
+// pod is signed with the serving instance and its results are stored for
+// the next pod with the same signature, where upstream stores them.
 func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
 	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.picker.snapshot); err != nil {
 		return ScheduleResult{}, err
 	}
-	c, err := s.picker.findCandidates(ctx, fwk, state, pod)
+	// Upstream signs a pod when it is queued; signing here, with the
+	// instance that serves this cycle, gives the same signature and never
+	// compares one instance's signature with another's when a profile is
+	// replaced while its pods wait.
+	b := &cycleBatch{signature: fwk.SignPod(ctx, pod), cycle: s.queue.SchedulingCycle()}
+	// Only a signed pod's results are kept for the next pod, raw scores
+	// included.
+	state.SetKeepRawScores(b.signature != nil)
+	c, err := s.picker.findCandidates(ctx, fwk, state, pod, b)
 	if err != nil {
 		return ScheduleResult{}, err
 	}
-	host, err := c.selectHost()
-	if err != nil {
-		return ScheduleResult{}, err
-	}
+	host, rest := c.selectHost()
+	fwk.StoreScheduleResults(ctx, b.signature, b.hint, host, rest, b.cycle)
 	return ScheduleResult{SuggestedHost: host, EvaluatedNodes: c.evaluated, FeasibleNodes: len(c.feasible)}, nil
 }
 
@@ -231,36 +240,56 @@ type nodePicker struct {
 	// nextStartNodeIndex is where the next search for feasible nodes
 	// starts, where the previous one stopped, as upstream.
 	nextStartNodeIndex int
+	// wantsAllBest keeps the search going past the first feasible node
+	// when nothing scores nodes: a shadow compares the serving node with
+	// every node it finds as good as any, where the loop, as upstream,
+	// takes the first one found.
+	wantsAllBest bool
+}
+
+// cycleBatch is the loop's part of opportunistic batching in a cycle: the
+// pod's signature and queue cycle, and the hint the batch gave. Shadows
+// pick nodes without one, so that they neither read nor store batch
+// results.
+type cycleBatch struct {
+	signature framework.PodSignature
+	cycle     int64
+	// hint is set by findNodesThatFitPod after PreFilter.
+	hint string
 }
 
 // candidates are the nodes a cycle found for a pod.
 type candidates struct {
 	// feasible passed every filter.
 	feasible []*framework.NodeInfo
-	// scores are the feasible nodes' scores; nil when they were not scored
-	// (a single feasible node, or no Score plugin nor prioritizing
-	// extender): then every feasible node is as good as any other.
+	// scores are the feasible nodes' scores; nil when there is a single
+	// feasible node. Without Score plugins and prioritizing extenders,
+	// every node scores 1.
 	scores []framework.NodePluginScores
 	// evaluated is how many nodes were filtered.
 	evaluated int
 }
 
-// selectHost picks the node the pod goes to: the highest total score, ties
-// broken uniformly at random, as upstream.
-func (c candidates) selectHost() (string, error) {
+// selectHost picks the node the pod goes to, popped from upstream's
+// SortedScoredNodes (the highest total score; among equal ones, the
+// larger Randomizer, which only extenders' scores set), and returns the
+// other feasible nodes in that order, nil when there are none.
+func (c candidates) selectHost() (string, *framework.SortedScoredNodes) {
 	if c.scores == nil {
-		return c.feasible[rand.IntN(len(c.feasible))].Node().Name, nil
+		return c.feasible[0].Node().Name, nil
 	}
-	return selectHost(c.scores)
+	sorted := framework.NewSortedScoredNodes(c.scores)
+	return sorted.Pop().Name, sorted
 }
 
 // findCandidates finds the feasible nodes for pod on the picker's snapshot
 // and scores them; it returns a *framework.FitError when none is feasible.
-func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (candidates, error) {
+// b is the loop's batching state of the cycle, nil for a shadow.
+func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, b *cycleBatch) (candidates, error) {
 	if p.snapshot.NumNodes() == 0 {
 		return candidates{}, ErrNoNodesAvailable
 	}
-	feasible, diagnosis, err := p.findNodesThatFitPod(ctx, fwk, state, pod)
+	feasible, diagnosis, err := p.findNodesThatFitPod(ctx, fwk, state, pod, b)
 	if err != nil {
 		return candidates{}, err
 	}
@@ -271,15 +300,17 @@ func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework
 	if len(feasible) == 1 {
 		return c, nil
 	}
-	if c.scores, err = prioritize(ctx, fwk, state, pod, feasible); err != nil {
+	if c.scores, err = prioritizeNodes(ctx, fwk, state, pod, feasible); err != nil {
 		return candidates{}, err
 	}
 	return c, nil
 }
 
-// findNodesThatFitPod runs PreFilter once and Filter over the nodes, trying
-// the pod's nominated node first.
-func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+// findNodesThatFitPod runs PreFilter once and Filter over the nodes. A
+// pod's nominated node, else the batch's hint (asked for only when b is
+// not nil, and recorded in it), is tried alone first; if it passes, the
+// search (and the move of the next cycle's start) is skipped, as upstream.
+func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, b *cycleBatch) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	logger := klog.FromContext(ctx)
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	allNodes, err := p.snapshot.List()
@@ -300,9 +331,20 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 		return nil, diagnosis, nil
 	}
 
-	// A nominated node was likely freed by preemption for this very pod:
+	var hint string
+	if b != nil {
+		// Asked even for a nominated pod, as upstream: the batch then
+		// counts the pod as a reason its results were not used.
+		hint = fwk.GetNodeHint(ctx, pod, b.signature, state, b.cycle)
+		b.hint = hint
+	}
+	// A nominated node was likely freed by preemption for this very pod,
+	// and a hint is the best node of the previous identical pod's search:
 	// try it alone first.
-	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+	if nnn := pod.Status.NominatedNodeName; nnn != "" || hint != "" {
+		if nnn == "" {
+			nnn = hint
+		}
 		feasible, err := p.evaluateNominatedNode(ctx, fwk, state, pod, nnn, &diagnosis)
 		if err != nil {
 			logger.Error(err, "Evaluation failed on nominated node", "node", nnn)
@@ -325,9 +367,16 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowing))))
 	}
 	numToFind := int(fwk.NumFeasibleNodesToFind(int32(len(nodes))))
-	feasible, processed, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
-	// Move the start even on error, so every node gets its turn.
-	p.nextStartNodeIndex = (p.nextStartNodeIndex + processed) % len(allNodes)
+	if !p.wantsAllBest && !scoresOrFiltersWithExtenders(fwk) {
+		// Every feasible node would score the same: the first one found is
+		// as good as any, as upstream.
+		numToFind = 1
+	}
+	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
+	// Move the start even on error, so every node gets its turn. As
+	// upstream, by the feasible nodes and every node with a status: those
+	// the search rejected and a hinted or nominated node rejected above.
+	p.nextStartNodeIndex = (p.nextStartNodeIndex + len(feasible) + diagnosis.NodeToStatus.Len()) % len(allNodes)
 	if err != nil {
 		return nil, diagnosis, err
 	}
@@ -358,13 +407,31 @@ func (p *nodePicker) evaluateNominatedNode(ctx context.Context, fwk framework.Fr
 	return extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
 }
 
-// prioritize scores the feasible nodes with the Score plugins and the
-// extenders; nil, without error, when there is nothing to score them with.
-func prioritize(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) ([]framework.NodePluginScores, error) {
+// scoresOrFiltersWithExtenders reports whether fwk scores nodes (plugins or
+// extenders) or has filtering extenders, upstream's hasScoring ||
+// hasExtenderFilters.
+func scoresOrFiltersWithExtenders(fwk framework.Framework) bool {
+	if fwk.HasScorePlugins() {
+		return true
+	}
+	for _, e := range runtime.Extenders(fwk) {
+		if e.IsPrioritizer() || e.IsFilter() {
+			return true
+		}
+	}
+	return false
+}
+
+// prioritizeNodes scores the feasible nodes with the Score plugins and
+// the extenders. Without either, every node scores 1, as upstream.
+func prioritizeNodes(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) ([]framework.NodePluginScores, error) {
 	exts := runtime.Extenders(fwk)
 	if len(exts) == 0 && !fwk.HasScorePlugins() {
-		// Every node scores the same.
-		return nil, nil
+		scores := make([]framework.NodePluginScores, len(feasible))
+		for i, ni := range feasible {
+			scores[i] = framework.NodePluginScores{Name: ni.Node().Name, TotalScore: 1}
+		}
+		return scores, nil
 	}
 	if st := fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
 		return nil, st.AsError()
@@ -384,33 +451,12 @@ func prioritize(ctx context.Context, fwk framework.Framework, state *framework.C
 	return scores, nil
 }
 
-// selectHost returns the node with the highest total score; among equal
-// ones each is chosen with the same probability.
-func selectHost(scores []framework.NodePluginScores) (string, error) {
-	if len(scores) == 0 {
-		return "", errors.New("empty priorityList")
-	}
-	best := scores[0].TotalScore
-	selected := scores[0].Name
-	ties := 1
-	for _, ns := range scores[1:] {
-		switch {
-		case ns.TotalScore > best:
-			best, selected, ties = ns.TotalScore, ns.Name, 1
-		case ns.TotalScore == best:
-			ties++
-			if rand.IntN(ties) == 0 {
-				selected = ns.Name
-			}
-		}
-	}
-	return selected, nil
-}
-
 // bindingCycle waits for Permit and binds; it runs on its own goroutine.
 // A wait at Permit ends when ctx does (the pod is then retried); PreBind,
 // Bind and PostBind run to completion even during shutdown, so a binding
-// request already sent is never abandoned halfway.
+// request already sent is never abandoned halfway. The one thing that
+// stops PreBind is preemption of the pod (Handle.GetPodInPreBind), before
+// its binding is sent.
 func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time, podsToActivate *framework.PodsToActivate) *framework.Status {
 	logger := klog.FromContext(ctx)
 	assumedPod := assumedPodInfo.Pod
@@ -439,11 +485,32 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	s.queue.Done(assumedPod.UID)
 
 	bindCtx := context.WithoutCancel(ctx)
-	if st := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host); st.Code() == framework.Error || st.IsRejected() {
-		return st
+	preFlight := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host)
+	if preFlight.Code() == framework.Error || preFlight.IsRejected() {
+		return preFlight
+	}
+	if preFlight.IsSuccess() {
+		// A PreBind plugin has work for the pod (it may wait for volumes a
+		// long time): preemption may then cancel the pod in memory rather
+		// than delete it, as upstream does under
+		// NominatedNodeNameForExpectation (beta, on by default). Only
+		// preemption cancels this context; shutdown still does not.
+		// The pod stays registered until it leaves the binding cycle
+		// (see scheduleOne and handleBindingCycleError), so that a
+		// preemptor that cancelled it can wait for its room.
+		var cancel context.CancelCauseFunc
+		bindCtx, cancel = context.WithCancelCause(bindCtx)
+		defer cancel(nil)
+		fwk.AddPodInPreBind(assumedPod.UID, cancel)
 	}
 	if st := fwk.RunPreBindPlugins(bindCtx, state, assumedPod, host); !st.IsSuccess() {
 		return st
+	}
+	// A PreBind that ignores its context may finish after the pod was
+	// preempted: it must not be bound then. Once marked, preemption can
+	// no longer cancel it and deletes it through the API instead.
+	if p := fwk.GetPodInPreBind(assumedPod.UID); p != nil && !p.MarkPrebound() {
+		return framework.AsStatus(context.Cause(bindCtx))
 	}
 	if st := s.bind(bindCtx, fwk, state, assumedPod, host); !st.IsSuccess() {
 		return st
@@ -510,6 +577,12 @@ func (s *Scheduler) handleBindingCycleError(ctx context.Context, state *framewor
 	} else {
 		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventAssignedPodDelete, assumedPod, nil, nil)
 	}
+	// Its room is given back: a preemptor that cancelled it in PreBind
+	// may go (upstream lets it go when the cancel is sent, and it may then
+	// find the pod still assumed and delete it through the API). Before
+	// the requeue, so that no later binding cycle of the pod registers
+	// before this one is forgotten.
+	fwk.RemovePodInPreBind(assumedPod.UID)
 	s.handleSchedulingFailure(ctx, fwk, podInfo, st, clearNominatedNode, start)
 }
 

@@ -69,9 +69,13 @@ type Scheduler struct {
 	status      *statusUpdater
 	metrics     *metrics.Metrics
 	unserved    *unservedPods
+	// podsInPreBind is shared by every instance, so that preemption finds
+	// a victim in PreBind whichever instance runs its binding cycle.
+	podsInPreBind *runtime.PodsInPreBind
 
 	parallelism              int
 	percentageOfNodesToScore *int32
+	disableBatching          bool
 	defaultPlugins           *configv1.Plugins
 	extenderPolicy           extender.Policy
 
@@ -139,6 +143,7 @@ type options struct {
 	eventSources                  []resourceInformer
 	shadowSampleRate              float64
 	shadowQueueLength             int
+	disableBatching               bool
 }
 
 // Option configures New.
@@ -290,6 +295,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		broadcaster:              events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()}),
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
+		disableBatching:          o.disableBatching,
 		defaultPlugins:           o.defaultPlugins,
 		extenderPolicy:           o.extenderPolicy,
 		metrics:                  o.metrics,
@@ -297,6 +303,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		profileCtx:               klog.NewContext(context.Background(), logger),
 		picker:                   nodePicker{snapshot: internalcache.NewEmptySnapshot()},
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
+		podsInPreBind:            runtime.NewPodsInPreBind(),
 	}
 	s.progress.timeout = o.stalledCycleTimeout
 	s.unservedWarningDelay = o.unservedWarningDelay
@@ -370,7 +377,8 @@ func (s *Scheduler) NeedLeaderElection() bool { return true }
 // NewFramework builds an instance of profile wired to this scheduler: its
 // client, informers, snapshot, queue (as nominator and activator), an
 // event recorder reporting as the profile's schedulerName, the
-// scheduler's parallelism and percentageOfNodesToScore. opts are applied
+// scheduler's parallelism, percentageOfNodesToScore and opportunistic
+// batching setting. opts are applied
 // after those (e.g. runtime.WithWaitingPodObserver). Publish the result
 // with Profiles().Publish to make it serve. Errors from a profile the
 // registry cannot build are *runtime.ConfigError.
@@ -390,6 +398,8 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithPercentageOfNodesToScore(s.percentageOfNodesToScore),
 		runtime.WithMetrics(s.metrics),
 		runtime.WithExtenderPolicy(s.extenderPolicy),
+		runtime.WithOpportunisticBatching(!s.disableBatching),
+		runtime.WithPodsInPreBind(s.podsInPreBind),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))

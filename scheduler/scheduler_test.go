@@ -8,60 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
-
-func TestSelectHost(t *testing.T) {
-	scores := func(totals ...int64) []framework.NodePluginScores {
-		out := make([]framework.NodePluginScores, len(totals))
-		for i, s := range totals {
-			out[i] = framework.NodePluginScores{Name: string(rune('a' + i)), TotalScore: s}
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		list []framework.NodePluginScores
-		// want lists the nodes that may be chosen.
-		want []string
-	}{
-		{name: "one node", list: scores(10), want: []string{"a"}},
-		{name: "the highest wins", list: scores(10, 30, 20), want: []string{"b"}},
-		{name: "ties are broken among the best only", list: scores(30, 10, 30, 20, 30), want: []string{"a", "c", "e"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			seen := map[string]int{}
-			for i := 0; i < 3000; i++ {
-				host, err := selectHost(tt.list)
-				if err != nil {
-					t.Fatal(err)
-				}
-				seen[host]++
-			}
-			var got []string
-			for _, name := range []string{"a", "b", "c", "d", "e"} {
-				if seen[name] > 0 {
-					got = append(got, name)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Fatalf("chosen nodes (-want +got):\n%s", diff)
-			}
-			// Each of k tied nodes should get about 1/k of the picks.
-			for _, name := range tt.want {
-				share := float64(seen[name]) / 3000
-				if want := 1 / float64(len(tt.want)); share < want*0.8 || share > want*1.2 {
-					t.Errorf("node %s chosen %.0f%% of the time, want about %.0f%%", name, share*100, want*100)
-				}
-			}
-		})
-	}
-	if _, err := selectHost(nil); err == nil {
-		t.Error("an empty list must be an error")
-	}
-}
 
 func TestTruncateMessage(t *testing.T) {
 	long := strings.Repeat("x", 2000)

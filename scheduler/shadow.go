@@ -123,7 +123,7 @@ func (s *Scheduler) NewShadow(name, of string) *Shadow {
 		name:    name,
 		of:      of,
 		sched:   s,
-		picker:  nodePicker{snapshot: internalcache.NewEmptySnapshot()},
+		picker:  nodePicker{snapshot: internalcache.NewEmptySnapshot(), wantsAllBest: true},
 		limiter: rate.NewLimiter(rate.Limit(s.shadowSampleRate), max(1, int(s.shadowSampleRate))),
 		pods:    make(chan *v1.Pod, s.shadowQueueLength),
 		done:    make(chan struct{}),
@@ -134,15 +134,19 @@ func (s *Scheduler) NewShadow(name, of string) *Shadow {
 // FrameworkOptions are the options the shadow's instance is built with,
 // after the scheduler's own (NewFramework applies them last): the
 // shadow's snapshot instead of the loop's, no event recorder (a shadow
-// says nothing on pods), no activator (it moves no pod in the queue), and
+// says nothing on pods), no activator (it moves no pod in the queue),
 // metrics exported nowhere (the loop's series stay the serving
-// profiles').
+// profiles'), and no opportunistic batching: a shadow evaluates a sample
+// of placements, not consecutive cycles of the queue, so it never asks
+// for a hint nor keeps results, and its instance has no batch to keep
+// them in.
 func (sh *Shadow) FrameworkOptions() []runtime.Option {
 	return []runtime.Option{
 		runtime.WithSnapshotSharedLister(sh.picker.snapshot),
 		runtime.WithEventRecorder(nil),
 		runtime.WithPodActivator(nil),
 		runtime.WithMetrics(metrics.NewUnregistered()),
+		runtime.WithOpportunisticBatching(false),
 	}
 }
 
@@ -252,7 +256,9 @@ func (sh *Shadow) place(ctx context.Context, placed *v1.Pod) shadowOutcome {
 	state := framework.NewCycleState()
 	// Plugins may expect it; the pods it collects are never activated.
 	state.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
-	c, err := sh.picker.findCandidates(ctx, sh.fwk, state, pod)
+	// No cycleBatch: the batch is the loop's, for the queue's consecutive
+	// cycles, and a shadow's evaluation is neither.
+	c, err := sh.picker.findCandidates(ctx, sh.fwk, state, pod, nil)
 	return compareWithServing(placed.Spec.NodeName, c, err)
 }
 
@@ -268,10 +274,11 @@ type shadowOutcome struct {
 }
 
 // compareWithServing compares the shadow's candidates (or its error) with
-// servingNode. Upstream picks at random among the nodes of the highest
-// score, so the shadow agrees when servingNode is among them: comparing
-// with one random pick of its own would count as disagreement what is
-// only chance.
+// servingNode. Among the nodes of the highest score upstream takes the
+// one its heap yields first, which depends on the order its search found
+// them in (or on a random tie-breaker when extenders scored), so the
+// shadow agrees when servingNode is among them: comparing with its own
+// pick would count as disagreement what is only chance.
 func compareWithServing(servingNode string, c candidates, err error) shadowOutcome {
 	var fitErr *framework.FitError
 	switch {
@@ -291,8 +298,9 @@ func compareWithServing(servingNode string, c candidates, err error) shadowOutco
 	return shadowOutcome{result: metrics.ShadowOtherNode, nodes: best}
 }
 
-// bestNodes are the nodes selectHost chooses among: those of the highest
-// total score, or every feasible node when they were not scored.
+// bestNodes are the nodes selectHost may choose: those of the highest
+// total score (every feasible node when nothing scores them, since each
+// then scores 1), or the single feasible node.
 func (c candidates) bestNodes() []string {
 	var best []string
 	if c.scores == nil {

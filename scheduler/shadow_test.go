@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
@@ -48,7 +50,7 @@ func TestCompareWithServing(t *testing.T) {
 			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"b"}}},
 		{name: "a tie without the serving node names every tied node, sorted", serving: "b", c: scored(map[string]int64{"a": 30, "b": 10, "c": 30}, "c", "b", "a"),
 			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"a", "c"}}},
-		{name: "unscored feasible nodes are all equally good", serving: "b", c: candidates{feasible: nodes("a", "b")},
+		{name: "without scoring every feasible node scores 1, all equally good", serving: "b", c: scored(map[string]int64{"a": 1, "b": 1}, "a", "b"),
 			want: shadowOutcome{result: metrics.ShadowSameNode}},
 		{name: "the serving node is not feasible for the shadow", serving: "z", c: candidates{feasible: nodes("a")},
 			want: shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"a"}}},
@@ -75,6 +77,7 @@ func TestCompareWithServingNamesFewNodes(t *testing.T) {
 		ni := framework.NewNodeInfo()
 		ni.SetNode(st.MakeNode().Name(fmt.Sprintf("n%02d", i)).Obj())
 		c.feasible = append(c.feasible, ni)
+		c.scores = append(c.scores, framework.NodePluginScores{Name: ni.Node().Name, TotalScore: 1})
 	}
 	got := compareWithServing("elsewhere", c, nil)
 	if diff := cmp.Diff([]string{"n00", "n01", "n02", "n03", "n04"}, got.nodes); diff != "" {
@@ -144,5 +147,67 @@ func TestShadowOfferNeverBlocks(t *testing.T) {
 				t.Errorf("queued, sampled out, dropped (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// shadow builds a shadow of the batch profile's pods running profile, as
+// the controller does (its instance built with FrameworkOptions), without
+// starting its goroutine: the tests call place themselves.
+func (e *batchEnv) shadow(profile *configv1.KubeSchedulerProfile) *Shadow {
+	e.t.Helper()
+	sh := e.s.NewShadow("shadow", batchProfile)
+	fwk, err := e.s.NewFramework(e.ctx, profile, sh.FrameworkOptions()...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = fwk.Close() })
+	sh.fwk = fwk
+	return sh
+}
+
+// TestShadowLeavesBatchingAlone: a shadow evaluating a placement between
+// two identical pods of a profile that batches keeps the second pod from
+// none of the first one's results, and its own instance signs no pod, so
+// it never batches.
+func TestShadowLeavesBatchingAlone(t *testing.T) {
+	e := newBatchEnv(t, noSpreadProfile(), batchNodes(12))
+	sh := e.shadow(noSpreadProfile())
+	a := e.pod().Obj()
+	nodeA := e.schedule(a)
+	if nodeA == "" {
+		t.Fatal("pod A not placed")
+	}
+	placed := a.DeepCopy()
+	placed.Spec.NodeName = nodeA
+	if got := sh.place(e.ctx, placed); got.result != metrics.ShadowSameNode {
+		t.Errorf("a shadow running the serving profile disagreed on pod A: %+v", got)
+	}
+	if sig := sh.fwk.SignPod(e.ctx, placed); sig != nil {
+		t.Errorf("the shadow's instance signed a pod: %s", sig)
+	}
+	b := e.pod().Obj()
+	best := e.bestNodes(b)
+	if got := e.schedule(b); !slices.Contains(best, got) {
+		t.Errorf("pod B went to %q, want one of %v", got, best)
+	}
+	if diff := cmp.Diff([]string{
+		"scheduler_batch_attempts_total{result=hint_used} 1",
+		"scheduler_batch_attempts_total{result=no_hint} 1",
+	}, e.batchSeries()); diff != "" {
+		t.Errorf("batch metrics (-want +got):\n%s", diff)
+	}
+}
+
+// TestShadowWithoutScoringSeesEveryFeasibleNode: where the loop stops at
+// the first feasible node of a profile that scores nothing, a shadow
+// searches on, so that any feasible serving node counts as agreement.
+func TestShadowWithoutScoringSeesEveryFeasibleNode(t *testing.T) {
+	profile := noSpreadProfile()
+	profile.Plugins.Score.Disabled = []configv1.Plugin{{Name: "*"}}
+	e := newBatchEnv(t, profile, batchNodes(12))
+	sh := e.shadow(profile)
+	placed := e.pod().Node("node-07").Obj()
+	if diff := cmp.Diff(shadowOutcome{result: metrics.ShadowSameNode}, sh.place(e.ctx, placed), cmp.AllowUnexported(shadowOutcome{})); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 }

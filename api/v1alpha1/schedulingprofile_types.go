@@ -92,9 +92,13 @@ type Plugins struct {
 	// +optional
 	MultiPoint PluginSet `json:"multiPoint,omitempty"`
 	// PlacementGenerate, PlacementScore and PodGroupPostFilter are upstream's
-	// pod-group (workload) scheduling points. They are accepted so that any
-	// upstream profile can be pasted, but profile-scheduler schedules pods one
-	// at a time and refuses a profile that enables plugins there.
+	// pod-group (workload) scheduling points, which kube-scheduler 1.37 runs
+	// only behind feature gates that are off by default (GenericWorkload,
+	// TopologyAwareWorkloadScheduling). As upstream with its default gates, a
+	// plugin upstream implements there (NodeResourcesFit at placementScore,
+	// DefaultPreemption at podGroupPostFilter) is accepted and does nothing,
+	// so a pasted 1.37 profile loads unchanged; any other plugin is refused,
+	// naming the gate. Pods are scheduled one at a time.
 	// +optional
 	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
 	// +optional

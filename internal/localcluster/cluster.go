@@ -38,8 +38,9 @@ import (
 )
 
 // KubernetesVersion is the version of the control plane built by
-// hack/build-control-plane.sh.
-const KubernetesVersion = "1.36.3"
+// hack/build-control-plane.sh (its K8S_VERSION default), which the local
+// run and the test suites start.
+const KubernetesVersion = "1.37.2"
 
 // AdminUser is the user of the kubeconfig handed to people: a member of
 // system:masters, so it may do anything, approving pods included.

@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/dranodeallocatableresources"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/draoptionalnodeoperations"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/volumebindmountoptions"
 	"k8s.io/component-helpers/nodedeclaredfeatures/types"
-
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodedeclaredfeatures"
 )
 
 // Well-known node labels the simulated nodes carry, as a kubelet and a
@@ -47,18 +48,23 @@ var Standard = NodeShape{InstanceType: "standard-4", CPU: "4", Memory: "16Gi", P
 
 // KubeletDeclaredFeatures returns the node features a kubelet of
 // KubernetesVersion declares in status.declaredFeatures with its default
-// feature gates, on a container runtime that does not run host-network pods
-// in user namespaces, discovered as that kubelet discovers them: with the
-// nodedeclaredfeatures library over the features of its release.
+// feature gates, on a container runtime that neither runs host-network pods
+// in user namespaces nor supports bind mount options, discovered as that
+// kubelet discovers them: with the nodedeclaredfeatures library over the
+// features of its release (ndf.DefaultFramework, v0.37.2 as in 1.37.2).
 func KubeletDeclaredFeatures() []string {
-	return ndf.New(nodedeclaredfeatures.Features()).DiscoverNodeFeatures(&ndf.NodeConfiguration{
-		// The gates these features follow, at their 1.36 defaults.
+	return ndf.DefaultFramework.DiscoverNodeFeatures(&ndf.NodeConfiguration{
+		// The gates these features follow, at their 1.37 defaults.
 		FeatureGates: types.FeatureGateMap{
 			restartallcontainers.RestartAllContainersOnContainerExits:             true,  // beta
 			inplacepodresize.IPPRPodLevelResourcesFeatureGate:                     true,  // beta
 			extendwebsocketstokubelet.ExtendWebSocketsToKubeletFeatureGate:        true,  // beta
-			inplacepodresize.IPPRInitContainersFeatureGate:                        true,  // beta
+			inplacepodresize.IPPRInitContainersFeatureGate:                        true,  // GA
+			inplacepodresize.IPPRMemoryBackedVolumesFeatureGate:                   false, // alpha
 			usernamespaceshostnetwork.UserNamespacesHostNetworkSupportFeatureGate: false, // alpha
+			dranodeallocatableresources.DRANodeAllocatableResourcesFeature:        false, // alpha
+			volumebindmountoptions.VolumeBindMountOptionsFeatureGate:              false, // alpha
+			draoptionalnodeoperations.DRAOptionalNodeOperationsFeatureGate:        false, // alpha
 		},
 		Version: version.MustParse(KubernetesVersion),
 	})

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -161,6 +163,23 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		controllers.WithRevisionNamespace(namespace),
 		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
 	).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The replica about to schedule reads the API server's version once,
+	// when it starts to lead (at start without leader election): a
+	// standby's event would not pass the Lease fence, and it is the leader
+	// whose placements depend on the API server's behaviour.
+	// The manager starts runnables with a context of its own, without
+	// Setup's logger: the check takes that logger along.
+	regarding := operatorObject(namespace)
+	schedVersion := version.MustParseGeneric(SchedulerVersion)
+	logger := klog.FromContext(ctx)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if _, err := CheckAPIServerVersion(klog.NewContext(ctx, logger), clientset.Discovery(), recorder, regarding, schedVersion); err != nil {
+			logger.Error(err, "Cannot check the API server's version against the supported skew")
+		}
+		return nil
+	})); err != nil {
 		return nil, err
 	}
 	// Decisions read and watch pods through the scheduling loop's pod

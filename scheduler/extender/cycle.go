@@ -3,6 +3,7 @@ package extender
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -93,6 +94,9 @@ func AddScores(ctx context.Context, exts []*Extender, pod *v1.Pod, nodes []*fram
 				final := hp.Score * weight * (framework.MaxNodeScore / extenderv1.MaxExtenderPriority)
 				scores[i].Scores = append(scores[i].Scores, framework.PluginScore{Name: e.Name(), Score: final})
 				scores[i].TotalScore += final
+				// Upstream gives every node an extender scored a random
+				// tie-breaker; nodes scored by plugins alone keep 0.
+				scores[i].Randomizer = rand.Int()
 			}
 		})
 	}

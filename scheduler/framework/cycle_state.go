@@ -42,6 +42,11 @@ type CycleState struct {
 	// durations are only observed on sampled cycles to keep time.Now() off
 	// the per-node path most of the time.
 	recordPluginMetrics bool
+	// keepRawScores is set by the scheduler when opportunistic batching may
+	// keep this cycle's scores (a batching instance signed the pod): only
+	// then does Score fill each node's RawScores, nodes × plugins entries
+	// no other cycle reads.
+	keepRawScores bool
 	// skipFilterPlugins are PreFilter plugins that returned Skip: their
 	// Filter and PreFilterExtensions are not called this cycle.
 	skipFilterPlugins sets.Set[string]
@@ -74,6 +79,12 @@ func (c *CycleState) SetRecordPluginMetrics(flag bool) {
 	}
 	c.recordPluginMetrics = flag
 }
+
+// ShouldKeepRawScores reports whether Score fills RawScores this cycle.
+func (c *CycleState) ShouldKeepRawScores() bool { return c.keepRawScores }
+
+// SetKeepRawScores sets whether Score fills RawScores this cycle.
+func (c *CycleState) SetKeepRawScores(flag bool) { c.keepRawScores = flag }
 
 // SetSkipFilterPlugins is for the framework runtime.
 func (c *CycleState) SetSkipFilterPlugins(plugins sets.Set[string]) { c.skipFilterPlugins = plugins }
@@ -113,6 +124,7 @@ func (c *CycleState) Clone() *CycleState {
 		return true
 	})
 	out.recordPluginMetrics = c.recordPluginMetrics
+	out.keepRawScores = c.keepRawScores
 	out.skipFilterPlugins = c.skipFilterPlugins
 	out.skipScorePlugins = c.skipScorePlugins
 	out.skipPreBindPlugins = c.skipPreBindPlugins

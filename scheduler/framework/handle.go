@@ -48,6 +48,10 @@ type Handle interface {
 	// never admits part of it, and nothing can hold back part of a group
 	// it admitted.
 	AllowWaitingPodsTogether(pluginName string, pods []WaitingPod) bool
+	// GetPodInPreBind returns the pod with uid whose binding cycle is in
+	// PreBind (see PodInPreBind), or nil. A pod only gets there when a
+	// PreBind plugin's PreBindPreFlight said it has work for it.
+	GetPodInPreBind(uid types.UID) PodInPreBind
 
 	// ClientSet returns the Kubernetes client.
 	ClientSet() clientset.Interface
@@ -96,8 +100,8 @@ type Framework interface {
 	// in parallel, starting at nodes[start%len(nodes)] and stopping once
 	// numNodesToFind nodes passed. Rejections are recorded in
 	// diagnosis.NodeToStatus and diagnosis.UnschedulablePlugins. It
-	// returns the feasible nodes and how many nodes were processed, so the
-	// caller can start the next cycle where this one stopped.
+	// returns the feasible nodes and how many nodes it processed (those
+	// it found feasible or rejected).
 	FindNodesThatPassFilters(ctx context.Context, state *CycleState, pod *v1.Pod, diagnosis *Diagnosis, nodes []*NodeInfo, start, numNodesToFind int) ([]*NodeInfo, int, error)
 	// RunPostFilterPlugins runs PostFilter plugins until one succeeds.
 	RunPostFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, filteredNodeStatusMap NodeToStatusReader) (*PostFilterResult, *Status)
@@ -113,6 +117,12 @@ type Framework interface {
 	// RunPreBindPreFlights asks PreBind plugins whether they have work:
 	// Success if any has, Skip if none, Error on failure.
 	RunPreBindPreFlights(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	// AddPodInPreBind registers the binding cycle of the pod with uid as
+	// in PreBind, cancellable through cancel, until RemovePodInPreBind.
+	AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc)
+	// RemovePodInPreBind forgets the pod with uid registered by
+	// AddPodInPreBind, if any, and closes its Done. A no-op otherwise.
+	RemovePodInPreBind(uid types.UID)
 	// RunPreBindPlugins runs PreBind plugins that did not skip in PreBindPreFlight.
 	RunPreBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
 	// RunBindPlugins runs Bind plugins until one does not Skip.
@@ -131,6 +141,17 @@ type Framework interface {
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,
 	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
 	NumFeasibleNodesToFind(numAllNodes int32) int32
+
+	// SignPod returns pod's signature (see PodSignature), or nil when the
+	// instance does not batch or some plugin cannot sign the pod.
+	SignPod(ctx context.Context, pod *v1.Pod) PodSignature
+	// GetNodeHint returns the node the previous cycle's results point the
+	// pod to, or "" when they cannot be used for it (opportunistic
+	// batching). cycle is the scheduling queue's cycle of the pod.
+	GetNodeHint(ctx context.Context, pod *v1.Pod, signature PodSignature, state *CycleState, cycle int64) string
+	// StoreScheduleResults records the cycle's choice, the hint it was
+	// given and the other feasible nodes, best first, for GetNodeHint.
+	StoreScheduleResults(ctx context.Context, signature PodSignature, hintedNode, chosenNode string, otherNodes *SortedScoredNodes, cycle int64)
 
 	// Close rejects pods still waiting at Permit and closes plugins that
 	// implement io.Closer. Call it once the instance is retired.

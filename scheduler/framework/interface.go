@@ -30,10 +30,19 @@ type PluginScore struct {
 // NodePluginScores is the score breakdown of one node.
 type NodePluginScores struct {
 	Name string
+	// RawScores holds what each scoring plugin that ran returned for the
+	// node before NormalizeScore and weights, in plugin order. Opportunistic
+	// batching keeps them to normalize again when a node is re-scored;
+	// RunScorePlugins fills them only when CycleState.ShouldKeepRawScores.
+	RawScores []PluginScore
 	// Scores holds one weighted score per scoring plugin that ran, in plugin order.
 	Scores []PluginScore
 	// TotalScore is the sum of Scores.
 	TotalScore int64
+	// Randomizer breaks ties between equal TotalScores in SortedScoredNodes
+	// (the larger wins). As upstream, only extenders' scores set it: nodes
+	// scored by plugins alone keep 0.
+	Randomizer int
 }
 
 const (
@@ -516,6 +525,25 @@ type WaitingPod interface {
 	// Preempt fails the pod with Error so it is retried without being marked
 	// unschedulable. It returns false if the pod was already resolved.
 	Preempt(pluginName, msg string) bool
+}
+
+// PodInPreBind is a pod whose binding cycle runs PreBind plugins with
+// work for it and has not sent its binding yet. Preemption cancels such a
+// victim in memory instead of deleting it, as kube-scheduler does.
+// All methods are safe for concurrent use.
+type PodInPreBind interface {
+	// CancelPod ends the context PreBind runs under, with reason as its
+	// cause, unless the pod was marked prebound. It reports whether the
+	// binding cycle is (now or already) cancelled: then it will not bind.
+	CancelPod(reason string) bool
+	// MarkPrebound, called by the binding cycle once PreBind is over,
+	// makes CancelPod fail from then on. It returns false if the pod was
+	// cancelled first: then the binding cycle must not bind.
+	MarkPrebound() bool
+	// Done is closed when the pod leaves the binding cycle: bound, or,
+	// after a failure, once Unreserve ran and the scheduler cache gave its
+	// room back, before the pod is requeued.
+	Done() <-chan struct{}
 }
 
 // Parallelizer runs work pieces on a bounded number of goroutines.

@@ -203,7 +203,7 @@ func (pi *PodInfo) DeepCopy() *PodInfo {
 }
 
 // CalculateResource returns what the pod requests, including init and
-// sidecar containers and overhead, as upstream computes it with the 1.36
+// sidecar containers and overhead, as upstream computes it with the 1.37
 // default feature gates (in-place resize, pod-level resources).
 func (pi *PodInfo) CalculateResource() PodResource {
 	return *pi.calculateResource()

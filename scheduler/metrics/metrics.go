@@ -41,6 +41,31 @@ const (
 	Reserve                     = "Reserve"
 	Unreserve                   = "Unreserve"
 	Permit                      = "Permit"
+	// Sign is the extension point of SignPlugins (pod signatures).
+	Sign = "Sign"
+)
+
+// Results of scheduler_batch_attempts_total, as upstream.
+const (
+	BatchAttemptNoHint      = "no_hint"
+	BatchAttemptHintUsed    = "hint_used"
+	BatchAttemptHintNotUsed = "hint_not_used"
+)
+
+// Reasons of scheduler_batch_cache_flushed_total, as upstream.
+const (
+	BatchFlushPodFailed       = "pod_failed"
+	BatchFlushPodSkipped      = "pod_skipped"
+	BatchFlushPodNominated    = "pod_nominated"
+	BatchFlushNodeMissing     = "node_missing"
+	BatchFlushEmptyList       = "empty_list"
+	BatchFlushExpired         = "expired"
+	BatchFlushPodIncompatible = "pod_incompatible"
+	BatchFlushPodNotBatchable = "pod_not_batchable"
+	BatchFlushFilterError     = "filter_error"
+	BatchFlushPreScoreError   = "prescore_error"
+	BatchFlushRescoreError    = "rescore_error"
+	BatchFlushNormalizeError  = "normalize_error"
 )
 
 // Metrics is every metric of one scheduling loop. The fields are safe for
@@ -69,14 +94,36 @@ type Metrics struct {
 	// PermitWaitDuration is scheduler_permit_wait_duration_seconds{result}.
 	PermitWaitDuration *prometheus.HistogramVec
 
+	// BatchAttempts is scheduler_batch_attempts_total{profile, result}.
+	BatchAttempts *prometheus.CounterVec
+	// BatchCacheFlushed is scheduler_batch_cache_flushed_total{profile, reason}.
+	BatchCacheFlushed *prometheus.CounterVec
+	// BatchRescoreAttempts is scheduler_batch_rescore_attempts_total{profile}.
+	BatchRescoreAttempts *prometheus.CounterVec
+	// BatchRescoreDuration is scheduler_batch_rescore_duration_seconds{profile}.
+	BatchRescoreDuration *prometheus.HistogramVec
+	// GetNodeHintDuration is scheduler_get_node_hint_duration_seconds{hinted, profile}.
+	GetNodeHintDuration *prometheus.HistogramVec
+	// StoreScheduleResultsDuration is scheduler_store_schedule_results_duration_seconds{profile}.
+	StoreScheduleResultsDuration *prometheus.HistogramVec
+
 	// PreemptionAttempts is scheduler_preemption_attempts_total.
 	PreemptionAttempts prometheus.Counter
 	// PreemptionVictims is scheduler_preemption_victims.
 	PreemptionVictims prometheus.Histogram
-	// PreemptionGoroutinesDuration is scheduler_preemption_goroutines_duration_seconds{result}.
+	// PreemptionGoroutinesDuration is scheduler_preemption_goroutines_duration_seconds{result},
+	// deprecated upstream since 1.37.0 in favour of PreemptionExecutionDuration.
 	PreemptionGoroutinesDuration *prometheus.HistogramVec
 	// PreemptionGoroutinesExecutionTotal is scheduler_preemption_goroutines_execution_total{result}.
 	PreemptionGoroutinesExecutionTotal *prometheus.CounterVec
+	// PreemptionEvaluationDuration is
+	// scheduler_preemption_evaluation_duration_seconds{preemptor, result}.
+	PreemptionEvaluationDuration *prometheus.HistogramVec
+	// PreemptionExecutionDuration is
+	// scheduler_preemption_execution_duration_seconds{preemptor, result}.
+	PreemptionExecutionDuration *prometheus.HistogramVec
+	// PreemptionPDBViolations is scheduler_preemption_pdb_violations_total{preemptor}.
+	PreemptionPDBViolations *prometheus.CounterVec
 
 	// ShadowEvaluations counts the placements shadow profiles evaluated,
 	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
@@ -182,6 +229,40 @@ func NewUnregistered() *Metrics {
 			Help:      "Duration of waiting on permit.",
 			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"result"}),
+		BatchAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_attempts_total",
+			Help:      "Counts of results when we attempt to use batching.",
+		}, []string{ProfileLabel, "result"}),
+		BatchCacheFlushed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_cache_flushed_total",
+			Help:      "Counts of cache flushes by reason.",
+		}, []string{ProfileLabel, "reason"}),
+		BatchRescoreAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_rescore_attempts_total",
+			Help:      "Counts of rescore attempts during opportunistic batching.",
+		}, []string{ProfileLabel}),
+		BatchRescoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "batch_rescore_duration_seconds",
+			Help:      "Latency for rescoring a node during opportunistic batching.",
+			// 0.01ms up to [~20ms, Inf).
+			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{ProfileLabel}),
+		GetNodeHintDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "get_node_hint_duration_seconds",
+			Help:      "Latency for getting a node hint.",
+			Buckets:   prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{"hinted", ProfileLabel}),
+		StoreScheduleResultsDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "store_schedule_results_duration_seconds",
+			Help:      "Latency for storing scheduling results.",
+			Buckets:   prometheus.ExponentialBuckets(0.00001, 2, 12),
+		}, []string{ProfileLabel}),
 		PreemptionAttempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "preemption_attempts_total",
@@ -190,7 +271,7 @@ func NewUnregistered() *Metrics {
 		PreemptionVictims: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Subsystem: Subsystem,
 			Name:      "preemption_victims",
-			Help:      "Number of selected preemption victims",
+			Help:      "Number of selected preemption victims for preemption initiated by a single pod",
 			// More than 64 victims is rare enough for one [64, +Inf) bucket.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
 		}),
@@ -205,6 +286,24 @@ func NewUnregistered() *Metrics {
 			Name:      "preemption_goroutines_execution_total",
 			Help:      "Number of preemption goroutines executed.",
 		}, []string{"result"}),
+		PreemptionEvaluationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_evaluation_duration_seconds",
+			Help:      "Duration in seconds for identifying the target preemption victims.",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"preemptor", "result"}),
+		PreemptionExecutionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_execution_duration_seconds",
+			Help: "Duration in seconds for preempting the target preemption victims. With async preemption enabled, " +
+				"preemption execution does not block the scheduling of other pods.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"preemptor", "result"}),
+		PreemptionPDBViolations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "preemption_pdb_violations_total",
+			Help:      "Total number of pod disruption budget violations caused by preemption.",
+		}, []string{"preemptor"}),
 		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "shadow_evaluations_total",
@@ -226,7 +325,10 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.ScheduleAttempts, m.SchedulingAttemptDuration, m.PodSchedulingSLIDuration, m.PodSchedulingAttempts,
 		m.PendingPods, m.UnservedPendingPods,
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
+		m.BatchAttempts, m.BatchCacheFlushed, m.BatchRescoreAttempts, m.BatchRescoreDuration,
+		m.GetNodeHintDuration, m.StoreScheduleResultsDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
+		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }
@@ -242,6 +344,12 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.SchedulingAttemptDuration.DeletePartialMatch(labels)
 	m.PodSchedulingSLIDuration.DeletePartialMatch(labels)
 	m.FrameworkExtensionPointDuration.DeletePartialMatch(labels)
+	m.BatchAttempts.DeletePartialMatch(labels)
+	m.BatchCacheFlushed.DeletePartialMatch(labels)
+	m.BatchRescoreAttempts.DeletePartialMatch(labels)
+	m.BatchRescoreDuration.DeletePartialMatch(labels)
+	m.GetNodeHintDuration.DeletePartialMatch(labels)
+	m.StoreScheduleResultsDuration.DeletePartialMatch(labels)
 }
 
 // DeleteShadow deletes the series of the shadow profile named profile.

@@ -1,6 +1,6 @@
 // Package plugins assembles the built-in plugins: the in-tree registry that
 // profiles draw from, and the default profile, which is kube-scheduler
-// 1.36's default profile restricted to the plugins built so far.
+// 1.37's default profile restricted to the plugins built so far.
 //
 // Both come from one ordered table, inTree. To add a plugin, give its row
 // a factory (and args validation); a row of upstream's default profile then
@@ -67,7 +67,7 @@ type plugin struct {
 }
 
 // inTree lists the built-in plugins and upstream's default plugins, in the
-// order of kube-scheduler 1.36's default multiPoint list (including
+// order of kube-scheduler 1.37.2's default multiPoint list (including
 // DynamicResources and NodeDeclaredFeatures, which its default feature
 // gates add), with upstream's weights.
 var inTree = []plugin{
@@ -76,8 +76,8 @@ var inTree = []plugin{
 	// First among the filters so a pod needing a missing plugin is refused
 	// before any per-node work.
 	{name: unsupportedfeatures.Name, def: projectDefault}, // factory set in NewInTreeRegistry
-	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
 	{name: nodename.Name, factory: nodename.New, def: upstreamDefault},
+	{name: nodeunschedulable.Name, factory: nodeunschedulable.New, def: upstreamDefault},
 	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
 	{name: nodeaffinity.Name, factory: nodeaffinity.New, args: validate(nodeaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},

@@ -22,8 +22,8 @@ func TestDefaultPlugins(t *testing.T) {
 		{Name: "SchedulingGates"},
 		{Name: "PrioritySort"},
 		{Name: "UnsupportedFeatures"},
-		{Name: "NodeUnschedulable"},
 		{Name: "NodeName"},
+		{Name: "NodeUnschedulable"},
 		{Name: "TaintToleration", Weight: ptr.To[int32](3)},
 		{Name: "NodeAffinity", Weight: ptr.To[int32](2)},
 		{Name: "NodePorts"},
@@ -117,9 +117,9 @@ func TestDefaultProfile(t *testing.T) {
 	want := map[string][]string{
 		"PreEnqueue": {"SchedulingGates", "DefaultPreemption"},
 		"QueueSort":  {"PrioritySort"},
-		"PreFilter": {"UnsupportedFeatures", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-			"VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures"},
-		"Filter": {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+		"PreFilter": {"UnsupportedFeatures", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures"},
+		"Filter": {"NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
 			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
 			"NodeDeclaredFeatures"},
 		"PostFilter": {"DefaultPreemption"},
@@ -329,6 +329,42 @@ func TestPastedUpstreamProfiles(t *testing.T) {
 				t.Errorf("scores (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPastedPodGroupPoints pins what upstream 1.37.2 does with its default
+// gates: its expanded default profile lists DefaultPreemption under
+// podGroupPostFilter and NodeResourcesFit under placementScore, points
+// that only run for pod groups behind gates that are off. Pasted, they
+// load and change nothing.
+func TestPastedPodGroupPoints(t *testing.T) {
+	const pasted = `
+plugins:
+  placementScore:
+    enabled:
+    - name: NodeResourcesFit
+      weight: 1
+  podGroupPostFilter:
+    enabled:
+    - name: DefaultPreemption
+`
+	var profile configv1.KubeSchedulerProfile
+	if err := yaml.UnmarshalStrict([]byte(pasted), &profile); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []*v1.Node{
+		st.MakeNode().Name("a").Capacity(res{"cpu": "4", "memory": "8Gi"}).Obj(),
+		st.MakeNode().Name("b").Capacity(res{"cpu": "2", "memory": "8Gi"}).Obj(),
+	}
+	snapshot := st.NewSnapshot(nil, nodes)
+	pod := st.MakePod().Name("p").Req(res{"cpu": "1", "memory": "1Gi"}).Obj()
+	plain := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
+	withPoints := newDefaultFramework(t, &profile, snapshot)
+	if diff := cmp.Diff(plain.ListPlugins(), withPoints.ListPlugins()); diff != "" {
+		t.Errorf("plugins (-default +pasted):\n%s", diff)
+	}
+	if diff := cmp.Diff(st.RunCycle(t.Context(), plain, snapshot, pod), st.RunCycle(t.Context(), withPoints, snapshot, pod)); diff != "" {
+		t.Errorf("cycle (-default +pasted):\n%s", diff)
 	}
 }
 

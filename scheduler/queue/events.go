@@ -70,6 +70,9 @@ func NodeSchedulingPropertiesChange(newNode, oldNode *v1.Node) []framework.Clust
 	if !equality.Semantic.DeepEqual(oldNode.Annotations, newNode.Annotations) {
 		add(framework.UpdateNodeAnnotation)
 	}
+	if !equality.Semantic.DeepEqual(oldNode.Spec.PodPreemptionPolicy, newNode.Spec.PodPreemptionPolicy) {
+		add(framework.UpdateNodePreemptionPolicy)
+	}
 	// The API server keeps the list sorted, so comparing in order suffices.
 	if !slices.Equal(oldNode.Status.DeclaredFeatures, newNode.Status.DeclaredFeatures) {
 		add(framework.UpdateNodeDeclaredFeature)
@@ -89,12 +92,19 @@ func conditionStatuses(n *v1.Node) map[v1.NodeConditionType]v1.ConditionStatus {
 
 // PodSchedulingPropertiesChange returns the pod update events that the
 // change from oldPod to newPod amounts to: AssignedPod events for a bound
-// pod, UnscheduledPod events otherwise. An update that matches no specific
-// action is reported as a general Update, which only matches plugins that
-// registered for any pod update.
-func PodSchedulingPropertiesChange(newPod, oldPod *v1.Pod) []framework.ClusterEvent {
-	r := framework.AssignedPod
-	if newPod.Spec.NodeName == "" {
+// pod; for a pod not bound yet, TargetPod events when isTargetPod (the
+// update of the pending pod itself, offered to that pod only) and
+// UnscheduledPod events otherwise, as upstream 1.37. An update that matches
+// no specific action is reported as a general Update, which only matches
+// plugins that registered for any pod update.
+func PodSchedulingPropertiesChange(newPod, oldPod *v1.Pod, isTargetPod bool) []framework.ClusterEvent {
+	var r framework.EventResource
+	switch {
+	case newPod.Spec.NodeName != "":
+		r = framework.AssignedPod
+	case isTargetPod:
+		r = framework.TargetPod
+	default:
 		r = framework.UnscheduledPod
 	}
 	var events []framework.ClusterEvent
@@ -104,8 +114,13 @@ func PodSchedulingPropertiesChange(newPod, oldPod *v1.Pod) []framework.ClusterEv
 	if !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) {
 		add(framework.UpdatePodLabel)
 	}
-	if podScaledDown(newPod, oldPod) {
+	opts := resource.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+	oldReq, newReq := resource.PodRequests(oldPod, opts), resource.PodRequests(newPod, opts)
+	if requestDroppedOrWentDown(oldReq, newReq) {
 		add(framework.UpdatePodScaleDown)
+	}
+	if requestDroppedOrWentDown(newReq, oldReq) {
+		add(framework.UpdatePodScaleUp)
 	}
 	if len(newPod.Spec.SchedulingGates) == 0 && len(oldPod.Spec.SchedulingGates) != 0 {
 		add(framework.UpdatePodSchedulingGatesEliminated)
@@ -120,13 +135,14 @@ func PodSchedulingPropertiesChange(newPod, oldPod *v1.Pod) []framework.ClusterEv
 	return events
 }
 
-// podScaledDown reports whether any request went down or away (in-place resize).
-func podScaledDown(newPod, oldPod *v1.Pod) bool {
-	opts := resource.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
-	newReq := resource.PodRequests(newPod, opts)
-	for name, oldQ := range resource.PodRequests(oldPod, opts) {
-		newQ, ok := newReq[name]
-		if !ok || oldQ.MilliValue() > newQ.MilliValue() {
+// requestDroppedOrWentDown reports whether a request in from is missing
+// from to or smaller there. From old to new that is a scale down (in-place
+// resize); from new to old, a scale up (a request added or increased). An
+// update can be both.
+func requestDroppedOrWentDown(from, to v1.ResourceList) bool {
+	for name, q := range from {
+		toQ, ok := to[name]
+		if !ok || q.MilliValue() > toQ.MilliValue() {
 			return true
 		}
 	}

@@ -36,6 +36,15 @@ func TestNodeSchedulingPropertiesChange(t *testing.T) {
 		{name: "becoming schedulable", old: base().Unschedulable(true).Obj(), new: base().Obj(), want: []framework.ClusterEvent{ev(framework.UpdateNodeTaint)}},
 		{name: "becoming unschedulable helps nobody", old: base().Obj(), new: base().Unschedulable(true).Obj()},
 		{
+			name: "preemption policy", old: base().Obj(),
+			new: func() *v1.Node {
+				n := base().Obj()
+				n.Spec.PodPreemptionPolicy = &v1.NodePodPreemptionPolicy{}
+				return n
+			}(),
+			want: []framework.ClusterEvent{ev(framework.UpdateNodePreemptionPolicy)},
+		},
+		{
 			name: "several at once", old: base().Obj(),
 			new:  base().Label("x", "y").Taint("k", "v", v1.TaintEffectNoSchedule).Obj(),
 			want: []framework.ClusterEvent{ev(framework.UpdateNodeLabel), ev(framework.UpdateNodeTaint)},
@@ -56,10 +65,11 @@ func TestPodSchedulingPropertiesChange(t *testing.T) {
 		return framework.ClusterEvent{Resource: r, ActionType: a}
 	}
 	tests := []struct {
-		name string
-		old  *v1.Pod
-		new  *v1.Pod
-		want []framework.ClusterEvent
+		name   string
+		old    *v1.Pod
+		new    *v1.Pod
+		target bool
+		want   []framework.ClusterEvent
 	}{
 		{
 			name: "label of a bound pod", old: st.MakePod().Name("p").Node("n").Obj(), new: st.MakePod().Name("p").Node("n").Label("a", "b").Obj(),
@@ -70,8 +80,34 @@ func TestPodSchedulingPropertiesChange(t *testing.T) {
 			want: []framework.ClusterEvent{ev(framework.AssignedPod, framework.UpdatePodScaleDown)},
 		},
 		{
+			name: "a bound pod is never the target", old: st.MakePod().Name("p").Node("n").Obj(), new: st.MakePod().Name("p").Node("n").Label("a", "b").Obj(),
+			target: true, want: []framework.ClusterEvent{ev(framework.AssignedPod, framework.UpdatePodLabel)},
+		},
+		{
+			name: "scale up of a bound pod", old: st.MakePod().Name("p").Node("n").Req(cpu("1")).Obj(), new: st.MakePod().Name("p").Node("n").Req(cpu("2")).Obj(),
+			want: []framework.ClusterEvent{ev(framework.AssignedPod, framework.UpdatePodScaleUp)},
+		},
+		{
+			name: "a request added is a scale up", old: st.MakePod().Name("p").Node("n").Obj(), new: st.MakePod().Name("p").Node("n").Req(cpu("1")).Obj(),
+			want: []framework.ClusterEvent{ev(framework.AssignedPod, framework.UpdatePodScaleUp)},
+		},
+		{
+			name: "one request down and another up", old: st.MakePod().Name("p").Node("n").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2", v1.ResourceMemory: "1Gi"}).Obj(),
+			new:  st.MakePod().Name("p").Node("n").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "2Gi"}).Obj(),
+			want: []framework.ClusterEvent{ev(framework.AssignedPod, framework.UpdatePodScaleDown), ev(framework.AssignedPod, framework.UpdatePodScaleUp)},
+		},
+		{
 			name: "gates lifted", old: st.MakePod().Name("p").SchedulingGates("g").Obj(), new: st.MakePod().Name("p").Obj(),
 			want: []framework.ClusterEvent{ev(framework.UnscheduledPod, framework.UpdatePodSchedulingGatesEliminated)},
+		},
+		{
+			name: "gates lifted on the target pod", old: st.MakePod().Name("p").SchedulingGates("g").Obj(), new: st.MakePod().Name("p").Obj(),
+			target: true, want: []framework.ClusterEvent{ev(framework.TargetPod, framework.UpdatePodSchedulingGatesEliminated)},
+		},
+		{
+			name: "labels and tolerations of the target pod", old: st.MakePod().Name("p").Obj(),
+			new:    st.MakePod().Name("p").Label("a", "b").Toleration("k", v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).Obj(),
+			target: true, want: []framework.ClusterEvent{ev(framework.TargetPod, framework.UpdatePodLabel), ev(framework.TargetPod, framework.UpdatePodToleration)},
 		},
 		{
 			name: "one of two gates lifted is a general update", old: st.MakePod().Name("p").SchedulingGates("g", "h").Obj(), new: st.MakePod().Name("p").SchedulingGates("g").Obj(),
@@ -84,7 +120,7 @@ func TestPodSchedulingPropertiesChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, PodSchedulingPropertiesChange(tt.new, tt.old)); diff != "" {
+			if diff := cmp.Diff(tt.want, PodSchedulingPropertiesChange(tt.new, tt.old, tt.target)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

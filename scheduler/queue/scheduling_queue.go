@@ -249,11 +249,13 @@ func (p *PriorityQueue) Update(logger klog.Logger, oldPod, newPod *v1.Pod) {
 func (p *PriorityQueue) update(logger klog.Logger, oldPod, newPod *v1.Pod) {
 	var events []framework.ClusterEvent
 	if oldPod != nil {
-		events = PodSchedulingPropertiesChange(newPod, oldPod)
+		events = PodSchedulingPropertiesChange(newPod, oldPod, true)
 	}
 	if _, ok := p.inFlightPods[newPod.UID]; ok {
 		// The attempt in flight uses the old pod; if it fails, these
-		// events decide where the (then current) pod goes.
+		// events decide where the (then current) pod goes. As upstream,
+		// they join the events replayed to every pod in flight, and
+		// TargetPod hints do not check whose update it was.
 		for _, e := range events {
 			p.inFlightEvents.PushBack(&inFlightEvent{event: e, oldObj: oldPod, newObj: newPod})
 		}

@@ -138,11 +138,15 @@ func SetDefaultsDefaultPreemptionArgs(obj *configv1.DefaultPreemptionArgs) {
 	}
 }
 
-// SetDefaultsVolumeBindingArgs applies upstream's v1 defaults. Shape is only
-// defaulted upstream behind the StorageCapacityScoring gate, off in 1.36.
+// SetDefaultsVolumeBindingArgs applies upstream's v1 defaults. Upstream
+// defaults shape behind the StorageCapacityScoring gate, on since 1.37: the
+// emptier a node's storage, the higher its score.
 func SetDefaultsVolumeBindingArgs(obj *configv1.VolumeBindingArgs) {
 	if obj.BindTimeoutSeconds == nil {
 		obj.BindTimeoutSeconds = ptr.To[int64](600)
+	}
+	if len(obj.Shape) == 0 {
+		obj.Shape = []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}, {Utilization: 100, Score: 0}}
 	}
 }
 

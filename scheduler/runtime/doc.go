@@ -6,8 +6,10 @@
 // refuses it with a *ConfigError naming the plugin and the extension point,
 // so a profile controller can report the problem and keep serving the last
 // good instance. The instance's Run*Plugins methods follow kube-scheduler
-// 1.36; pods held at Permit are kept in a waiting-pods map that can be
-// allowed or rejected from outside the scheduling loop.
+// 1.37; pods held at Permit are kept in a waiting-pods map that can be
+// allowed or rejected from outside the scheduling loop, and pods whose
+// binding cycle is in PreBind in a PodsInPreBind that preemption can
+// cancel them through (shared by the scheduler's instances).
 //
 // Plugin args: each registration carries an ArgsSpec (New, Default,
 // Validate). The runtime decodes pluginConfig[].args (JSON or YAML, strictly:

@@ -37,6 +37,7 @@ type frameworkOptions struct {
 	podNominator                   framework.PodNominator
 	podActivator                   framework.PodActivator
 	waitingPodObservers            []framework.WaitingPodObserver
+	podsInPreBind                  *PodsInPreBind
 	parallelism                    int
 	defaultPlugins                 *configv1.Plugins
 	globalPercentageOfNodesToScore *int32
@@ -44,6 +45,7 @@ type frameworkOptions struct {
 	extenders                      []configv1.Extender
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
+	disableBatching                bool
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -81,6 +83,14 @@ func WithPodActivator(a framework.PodActivator) Option {
 // in the order the options were given.
 func WithWaitingPodObserver(obs framework.WaitingPodObserver) Option {
 	return func(o *frameworkOptions) { o.waitingPodObservers = append(o.waitingPodObservers, obs) }
+}
+
+// WithPodsInPreBind makes the instance register its pods in PreBind in
+// m, shared with the other instances of the scheduler, so that preemption
+// in any of them finds them, as upstream's shared map. Without it the
+// instance keeps its own.
+func WithPodsInPreBind(m *PodsInPreBind) Option {
+	return func(o *frameworkOptions) { o.podsInPreBind = m }
 }
 
 // WithParallelism sets the goroutines used for Filter and Score; <= 0 means GOMAXPROCS.
@@ -165,9 +175,22 @@ type frameworkImpl struct {
 	scoreObs  []*statusObserver
 
 	waitingPods *waitingPodsMap
+	// podsInPreBind are the pods whose binding cycle is in PreBind,
+	// shared with the scheduler's other instances.
+	podsInPreBind *PodsInPreBind
 
 	// extenders are the profile's HTTP extenders, in the profile's order.
 	extenders []*extender.Extender
+
+	// batch keeps a cycle's results for the next pod with the same
+	// signature; nil when opportunistic batching is off. signs tells
+	// whether the instance signs pods, with signPlugins (see
+	// computeBatchablePlugins). As upstream, an instance that batches but
+	// cannot sign still runs the batch, which then only counts unsigned
+	// pods in its metrics.
+	batch       *opportunisticBatch
+	signs       bool
+	signPlugins []framework.SignPlugin
 
 	// nodeScores recycles RunScorePlugins' score buffer (nodes × score
 	// plugins, the largest allocation of a cycle) from one cycle to the next.
@@ -204,6 +227,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if o.metrics == nil {
 		o.metrics = metrics.NewUnregistered()
 	}
+	if o.podsInPreBind == nil {
+		o.podsInPreBind = NewPodsInPreBind()
+	}
 	plugins := mergePlugins(defaults, profile.Plugins.DeepCopy())
 
 	f := &frameworkImpl{
@@ -221,6 +247,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		metrics:                        o.metrics,
 		pluginsMap:                     map[string]framework.Plugin{},
 		waitingPods:                    newWaitingPodsMap(),
+		podsInPreBind:                  o.podsInPreBind,
 		pointObs:                       map[string]*statusObserver{},
 		pluginObs:                      map[string]map[string]*statusObserver{},
 	}
@@ -242,17 +269,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
 	}
 
-	// Upstream's pod-group points are accepted in the profile type so any
-	// upstream profile can be pasted, but pods are scheduled one at a time
-	// here: enabling plugins there would silently do nothing.
-	if p := profile.Plugins; p != nil {
-		for point, set := range map[string]configv1.PluginSet{
-			"PlacementGenerate": p.PlacementGenerate, "PlacementScore": p.PlacementScore, "PodGroupPostFilter": p.PodGroupPostFilter,
-		} {
-			if len(set.Enabled) > 0 {
-				return nil, &ConfigError{ExtensionPoint: point, Plugin: set.Enabled[0].Name, Reason: "pod-group scheduling is not supported; schedule pods one at a time"}
-			}
-		}
+	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
+		return nil, err
 	}
 
 	// Refuse names that cannot resolve before running any factory, so a
@@ -260,7 +278,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		if _, ok := r[p.Name]; !ok {
-			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "no such plugin is registered"}
+			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 		}
 		if seenMulti.Has(p.Name) {
 			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"}
@@ -271,7 +289,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, e := range extensionPoints {
 		for _, p := range e.set(plugins).Enabled {
 			if _, ok := r[p.Name]; !ok {
-				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: "no such plugin is registered"}
+				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
 			}
 		}
 	}
@@ -345,13 +363,18 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.pluginObs[ScoreExtensionNormalize] = observersFor(f.metrics, f.scorePlugins, ScoreExtensionNormalize)
 	f.pluginObs[Unreserve] = observersFor(f.metrics, f.reservePlugins, Unreserve)
 	f.pluginObs[PreBindPreFlight] = observersFor(f.metrics, f.preBindPlugins, PreBindPreFlight)
+	if !o.disableBatching {
+		f.batch = &opportunisticBatch{f: f}
+		f.computeBatchablePlugins(logger)
+		f.pluginObs[Sign] = observersFor(f.metrics, f.signPlugins, Sign)
+	}
 	for _, p := range f.filterPlugins {
 		f.filterObs = append(f.filterObs, f.pluginObs[Filter][p.Name()])
 	}
 	for _, p := range f.scorePlugins {
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
-	for _, point := range []string{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
+	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
 		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 
@@ -590,6 +613,21 @@ func (f *frameworkImpl) waitChanged(wp *waitingPod) {
 	for _, obs := range f.waitingPodObservers {
 		obs.PodWaitChanged(f.profileName, wp)
 	}
+}
+
+func (f *frameworkImpl) AddPodInPreBind(uid types.UID, cancel context.CancelCauseFunc) {
+	f.podsInPreBind.add(uid, cancel)
+}
+
+func (f *frameworkImpl) GetPodInPreBind(uid types.UID) framework.PodInPreBind {
+	if p := f.podsInPreBind.get(uid); p != nil {
+		return p
+	}
+	return nil // not a typed nil
+}
+
+func (f *frameworkImpl) RemovePodInPreBind(uid types.UID) {
+	f.podsInPreBind.remove(uid)
 }
 
 func (f *frameworkImpl) RejectWaitingPod(uid types.UID) bool {

@@ -188,9 +188,39 @@ func TestNewFrameworkRefusesProfile(t *testing.T) {
 			want:    &ConfigError{ExtensionPoint: Filter, Plugin: "Nope", Reason: "no such plugin is registered"},
 		},
 		{
-			name:    "plugin at a pod-group point",
+			name:    "plugin upstream does not run at a pod-group point",
 			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PlacementScore: enabled("S1")}},
-			want:    &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "S1", Reason: "pod-group scheduling is not supported; schedule pods one at a time"},
+			want: &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "S1",
+				Reason: "the plugin does not implement PlacementScore; that point only runs for pod groups, with the TopologyAwareWorkloadScheduling feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here"},
+		},
+		{
+			name:    "plugin at podGroupPostFilter names GenericWorkload",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PodGroupPostFilter: enabled("S1")}},
+			want: &ConfigError{ExtensionPoint: "PodGroupPostFilter", Plugin: "S1",
+				Reason: "the plugin does not implement PodGroupPostFilter; that point only runs for pod groups, with the GenericWorkload feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here"},
+		},
+		{
+			name:    "unknown plugin at a pod-group point",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DynamicResources")}},
+			want:    &ConfigError{ExtensionPoint: "PodGroupPostFilter", Plugin: "DynamicResources", Reason: "no such plugin is registered"},
+		},
+		{
+			name:    "upstream plugin behind a gate off by default",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{MultiPoint: enabled("GangScheduling")}},
+			want: &ConfigError{ExtensionPoint: MultiPoint, Plugin: "GangScheduling",
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the GenericWorkload feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
+		},
+		{
+			name:    "gated upstream plugin at a point",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PreFilter: enabled("DeferredPodScheduling")}},
+			want: &ConfigError{ExtensionPoint: PreFilter, Plugin: "DeferredPodScheduling",
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the InPlacePodVerticalScalingSchedulerPreemption feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
+		},
+		{
+			name:    "gated upstream plugin at a pod-group point",
+			profile: configv1.KubeSchedulerProfile{Plugins: &configv1.Plugins{PlacementScore: enabled("PodGroupPodsCount")}},
+			want: &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "PodGroupPodsCount",
+				Reason: "kube-scheduler 1.37.2 uses this plugin only with the TopologyAwareWorkloadScheduling feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
 		},
 		{
 			name:    "unknown plugin in multiPoint",

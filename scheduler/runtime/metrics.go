@@ -31,6 +31,7 @@ const (
 	Reserve                     = metrics.Reserve
 	Unreserve                   = metrics.Unreserve
 	Permit                      = metrics.Permit
+	Sign                        = metrics.Sign
 )
 
 // PluginMetricsSamplePercent is the share of scheduling cycles whose plugin

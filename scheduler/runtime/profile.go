@@ -103,6 +103,72 @@ func implements[T any](p framework.Plugin) bool {
 	return ok
 }
 
+// podGroupPoint is one of upstream's pod-group (workload) extension points.
+// Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
+// and only for pod groups; pods are scheduled one at a time here.
+type podGroupPoint struct {
+	name string
+	set  func(*configv1.Plugins) configv1.PluginSet
+	gate string
+	// upstream lists the plugins of this project that upstream 1.37.2
+	// implements the point with (it also has DynamicResources at
+	// PodGroupPostFilter and PodGroupPodsCount and TopologyPlacementGenerator
+	// at the placement points, none of them built here).
+	upstream sets.Set[string]
+}
+
+var podGroupPoints = []podGroupPoint{
+	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, "TopologyAwareWorkloadScheduling", sets.New[string]()},
+	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, "TopologyAwareWorkloadScheduling", sets.New("NodeResourcesFit")},
+	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, "GenericWorkload", sets.New("DefaultPreemption")},
+}
+
+// checkPodGroupPoints accepts at a pod-group point what upstream 1.37.2
+// accepts there with its default gates, where it is inert: a plugin that
+// implements the point. A pasted 1.37 profile, such as the expanded default
+// one listing DefaultPreemption under podGroupPostFilter, thus loads
+// unchanged and behaves as upstream. Any other plugin, which upstream
+// refuses as not extending the point, is refused naming the gate the point
+// needs.
+func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
+	if p == nil {
+		return nil
+	}
+	for _, pt := range podGroupPoints {
+		for _, pl := range pt.set(p).Enabled {
+			if _, ok := r[pl.Name]; !ok {
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
+			}
+			if !pt.upstream.Has(pl.Name) {
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
+					"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
+					pt.name, pt.gate)}
+			}
+		}
+	}
+	return nil
+}
+
+// gatedOffPlugins are upstream 1.37.2's plugins that its default profile
+// adds only with a feature gate off by default, with that gate. Upstream
+// registers them whatever the gates, so a profile may name them, but they
+// do nothing useful with the gate off; none is built here.
+var gatedOffPlugins = map[string]string{
+	"GangScheduling":             "GenericWorkload",
+	"DeferredPodScheduling":      "InPlacePodVerticalScalingSchedulerPreemption",
+	"TopologyPlacementGenerator": "TopologyAwareWorkloadScheduling",
+	"PodGroupPodsCount":          "TopologyAwareWorkloadScheduling",
+}
+
+// unregisteredReason says why a plugin name does not resolve: for an
+// upstream plugin only used with a gate off by default, the gate.
+func unregisteredReason(name string) string {
+	if gate, ok := gatedOffPlugins[name]; ok {
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
+	}
+	return "no such plugin is registered"
+}
+
 // extensionPoints lists the points in upstream's order (the order of
 // ListPlugins and of error checks).
 var extensionPoints = []extensionPoint{

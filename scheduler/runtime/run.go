@@ -380,42 +380,56 @@ func (f *frameworkImpl) RunPreScorePlugins(ctx context.Context, state *framework
 	return nil
 }
 
-// RunScorePlugins scores nodes with every Score plugin that did not skip,
-// normalizes, checks the 0..100 range and applies weights. Scores for all
-// (plugin, node) pairs live in one allocation; each node's breakdown is a
-// window of a second one.
-func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodePluginScores, status *framework.Status) {
-	defer f.observePoint(Score, time.Now(), &status)
+// activeScorePlugin is a Score plugin that runs this cycle with what the hot
+// path needs of it; one slice rather than one per field: this is built
+// every cycle.
+type activeScorePlugin struct {
+	framework.ScorePlugin
+	weight int64
+	obs    *statusObserver
+}
 
+// scorePluginsToRun returns the Score plugins PreScore did not skip.
+func (f *frameworkImpl) scorePluginsToRun(state *framework.CycleState) []activeScorePlugin {
 	skip := state.GetSkipScorePlugins()
-	// One slice rather than one per field: this runs every cycle.
-	type scorePlugin struct {
-		framework.ScorePlugin
-		weight int64
-		obs    *statusObserver
-	}
-	plugins := make([]scorePlugin, 0, len(f.scorePlugins))
+	plugins := make([]activeScorePlugin, 0, len(f.scorePlugins))
 	for i, pl := range f.scorePlugins {
 		if skip.Has(pl.Name()) {
 			continue
 		}
-		plugins = append(plugins, scorePlugin{ScorePlugin: pl, weight: f.scoreWeights[i], obs: f.scoreObs[i]})
+		plugins = append(plugins, activeScorePlugin{ScorePlugin: pl, weight: f.scoreWeights[i], obs: f.scoreObs[i]})
 	}
-	numNodes, numPlugins := len(nodes), len(plugins)
-	// Nothing keeps the buffer past this call. It is cleared so that a
-	// cycle cancelled halfway reads zeros, as with a new one, not scores
-	// of an earlier cycle.
+	return plugins
+}
+
+// scoreBuffer returns a cleared buffer of n scores from the pool; put it
+// back with f.nodeScores.Put. It is cleared so that a cycle cancelled
+// halfway reads zeros, as with a new one, not scores of an earlier cycle.
+func (f *frameworkImpl) scoreBuffer(n int) *[]framework.NodeScore {
 	buf, _ := f.nodeScores.Get().(*[]framework.NodeScore)
 	if buf == nil {
 		buf = new([]framework.NodeScore)
 	}
-	if cap(*buf) < numPlugins*numNodes {
-		*buf = make([]framework.NodeScore, numPlugins*numNodes)
+	if cap(*buf) < n {
+		*buf = make([]framework.NodeScore, n)
 	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return buf
+}
+
+// RunScorePlugins scores nodes with every Score plugin that did not skip,
+// normalizes, checks the 0..100 range and applies weights. Raw scores for
+// all (plugin, node) pairs live in one pooled buffer; each node's weighted
+// breakdown, and its raw one when the cycle keeps raw scores for
+// opportunistic batching, are windows of one more allocation each.
+func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodePluginScores, status *framework.Status) {
+	defer f.observePoint(Score, time.Now(), &status)
+	plugins := f.scorePluginsToRun(state)
+	numNodes, numPlugins := len(nodes), len(plugins)
+	buf := f.scoreBuffer(numPlugins * numNodes)
 	defer f.nodeScores.Put(buf)
-	all := (*buf)[:numPlugins*numNodes]
-	clear(all)
-	perPlugin := func(p int) framework.NodeScoreList { return all[p*numNodes : (p+1)*numNodes] }
+	all := *buf
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -449,6 +463,99 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 		}
 	}
 
+	out := make([]framework.NodePluginScores, numNodes)
+	var raw []framework.PluginScore
+	keep := state.ShouldKeepRawScores()
+	if keep {
+		raw = make([]framework.PluginScore, numNodes*numPlugins)
+	}
+	for index := range nodes {
+		out[index].Name = nodes[index].Node().Name
+		if !keep {
+			continue
+		}
+		nps := &out[index]
+		nps.RawScores = raw[index*numPlugins : (index+1)*numPlugins : (index+1)*numPlugins]
+		for p, pl := range plugins {
+			nps.RawScores[p] = framework.PluginScore{Name: pl.Name(), Score: all[p*numNodes+index].Score}
+		}
+	}
+	if st := f.normalizeScores(ctx, state, pod, plugins, all, out); !st.IsSuccess() {
+		return nil, st
+	}
+	return out, nil
+}
+
+// RunRawScorePlugins returns what each Score plugin that did not skip
+// gives nodeInfo, before NormalizeScore and weights: opportunistic
+// batching re-scores the node it chose last with it.
+func (f *frameworkImpl) RunRawScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) ([]framework.PluginScore, *framework.Status) {
+	plugins := f.scorePluginsToRun(state)
+	if len(plugins) == 0 {
+		return nil, nil
+	}
+	scores := make([]framework.PluginScore, 0, len(plugins))
+	// Timed on sampled cycles as RunScorePlugins, as upstream's
+	// runRawScorePlugins does through runScorePlugin.
+	record := state.ShouldRecordPluginMetrics()
+	for _, pl := range plugins {
+		var start time.Time
+		if record {
+			start = time.Now()
+		}
+		score, s := pl.Score(ctx, state, pod, nodeInfo)
+		if record {
+			pl.obs.observe(s.Code(), time.Since(start))
+		}
+		if !s.IsSuccess() {
+			return nil, framework.AsStatus(fmt.Errorf("plugin %q failed with: %w", pl.Name(), s.AsError()))
+		}
+		scores = append(scores, framework.PluginScore{Name: pl.Name(), Score: score})
+	}
+	return scores, nil
+}
+
+// NormalizeScores sets Scores and TotalScore of scores from their RawScores,
+// as RunScorePlugins does after scoring: NormalizeScore across all of them,
+// range check, weights. A raw score of a plugin that does not run this
+// cycle is ignored; a missing one counts as 0, as upstream.
+func (f *frameworkImpl) NormalizeScores(ctx context.Context, state *framework.CycleState, pod *v1.Pod, scores []framework.NodePluginScores) *framework.Status {
+	plugins := f.scorePluginsToRun(state)
+	numNodes := len(scores)
+	index := make(map[string]int, len(plugins))
+	for p, pl := range plugins {
+		index[pl.Name()] = p
+	}
+	buf := f.scoreBuffer(len(plugins) * numNodes)
+	defer f.nodeScores.Put(buf)
+	all := *buf
+	for i, nps := range scores {
+		for j, rs := range nps.RawScores {
+			// Raw scores are in plugin order unless the plugins that run
+			// changed since they were taken: look them up only then.
+			p := j
+			if p >= len(plugins) || plugins[p].Name() != rs.Name {
+				var ok bool
+				if p, ok = index[rs.Name]; !ok {
+					continue
+				}
+			}
+			all[p*numNodes+i] = framework.NodeScore{Name: nps.Name, Score: rs.Score}
+		}
+	}
+	return f.normalizeScores(ctx, state, pod, plugins, all, scores)
+}
+
+// normalizeScores runs each plugin's NormalizeScore over its window of all
+// (plugin-major, one entry per node of out), then writes the weighted
+// scores and totals into out.
+func (f *frameworkImpl) normalizeScores(ctx context.Context, state *framework.CycleState, pod *v1.Pod, plugins []activeScorePlugin, all []framework.NodeScore, out []framework.NodePluginScores) *framework.Status {
+	numNodes, numPlugins := len(out), len(plugins)
+	perPlugin := func(p int) framework.NodeScoreList { return all[p*numNodes : (p+1)*numNodes] }
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var errs firstError
+	record := state.ShouldRecordPluginMetrics()
 	f.parallelizer.Until(ctx, numPlugins, func(p int) {
 		pl := plugins[p]
 		ext := pl.ScoreExtensions()
@@ -461,26 +568,26 @@ func (f *frameworkImpl) RunScorePlugins(ctx context.Context, state *framework.Cy
 		}
 	}, Score)
 	if errs.err != nil {
-		return nil, framework.AsStatus(fmt.Errorf("running Normalize on Score plugins: %w", errs.err))
+		return framework.AsStatus(fmt.Errorf("running Normalize on Score plugins: %w", errs.err))
 	}
 
-	out := make([]framework.NodePluginScores, numNodes)
 	pluginScores := make([]framework.PluginScore, numNodes*numPlugins)
-	for index := range nodes {
-		nps := framework.NodePluginScores{Name: nodes[index].Node().Name, Scores: pluginScores[index*numPlugins : (index+1)*numPlugins : (index+1)*numPlugins]}
+	for index := range out {
+		nps := &out[index]
+		nps.Scores = pluginScores[index*numPlugins : (index+1)*numPlugins : (index+1)*numPlugins]
+		nps.TotalScore = 0
 		for p, pl := range plugins {
 			score := all[p*numNodes+index].Score
 			if score > framework.MaxNodeScore || score < framework.MinNodeScore {
-				return nil, framework.AsStatus(fmt.Errorf("applying score defaultWeights on Score plugins: %w",
+				return framework.AsStatus(fmt.Errorf("applying score defaultWeights on Score plugins: %w",
 					fmt.Errorf("plugin %q returns an invalid score %v, it should in the range of [%v, %v] after normalizing", pl.Name(), score, framework.MinNodeScore, framework.MaxNodeScore)))
 			}
 			weighted := score * pl.weight
 			nps.Scores[p] = framework.PluginScore{Name: pl.Name(), Score: weighted}
 			nps.TotalScore += weighted
 		}
-		out[index] = nps
 	}
-	return out, nil
+	return nil
 }
 
 // RunReservePluginsReserve runs Reserve in order and stops at the first

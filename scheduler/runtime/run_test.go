@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
 func TestRunPreFilterPlugins(t *testing.T) {
@@ -369,8 +372,8 @@ func TestRunScorePlugins(t *testing.T) {
 			},
 			weights: []int32{2, 3},
 			want: []framework.NodePluginScores{
-				{Name: "node-0", Scores: []framework.PluginScore{{Name: "A", Score: 20}, {Name: "B", Score: 300}}, TotalScore: 320},
-				{Name: "node-1", Scores: []framework.PluginScore{{Name: "A", Score: 100}, {Name: "B", Score: 0}}, TotalScore: 100},
+				{Name: "node-0", RawScores: []framework.PluginScore{{Name: "A", Score: 1}, {Name: "B", Score: 100}}, Scores: []framework.PluginScore{{Name: "A", Score: 20}, {Name: "B", Score: 300}}, TotalScore: 320},
+				{Name: "node-1", RawScores: []framework.PluginScore{{Name: "A", Score: 5}, {Name: "B", Score: 0}}, Scores: []framework.PluginScore{{Name: "A", Score: 100}, {Name: "B", Score: 0}}, TotalScore: 100},
 			},
 		},
 		{
@@ -393,8 +396,8 @@ func TestRunScorePlugins(t *testing.T) {
 			},
 			weights: []int32{1, 1},
 			want: []framework.NodePluginScores{
-				{Name: "node-0", Scores: []framework.PluginScore{{Name: "B", Score: 7}}, TotalScore: 7},
-				{Name: "node-1", Scores: []framework.PluginScore{{Name: "B", Score: 8}}, TotalScore: 8},
+				{Name: "node-0", RawScores: []framework.PluginScore{{Name: "B", Score: 7}}, Scores: []framework.PluginScore{{Name: "B", Score: 7}}, TotalScore: 7},
+				{Name: "node-1", RawScores: []framework.PluginScore{{Name: "B", Score: 8}}, Scores: []framework.PluginScore{{Name: "B", Score: 8}}, TotalScore: 8},
 			},
 		},
 	}
@@ -411,16 +414,126 @@ func TestRunScorePlugins(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = fw.Close() }()
+			// Raw scores are filled only when the cycle keeps them for
+			// opportunistic batching.
+			for _, keep := range []bool{true, false} {
+				state := framework.NewCycleState()
+				state.SetKeepRawScores(keep)
+				if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
+					t.Fatal(s)
+				}
+				got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
+				if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
+					t.Errorf("keep=%t: status (-want +got):\n%s", keep, diff)
+				}
+				want := tt.want
+				if !keep && want != nil {
+					want = slices.Clone(want)
+					for i := range want {
+						want[i].RawScores = nil
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("keep=%t: scores (-want +got):\n%s", keep, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestRawScoreAndNormalize checks the two halves of RunScorePlugins that
+// opportunistic batching uses to re-score one node among kept ones: the
+// raw scores of a node, and normalizing kept raw scores anew.
+func TestRawScoreAndNormalize(t *testing.T) {
+	nodes := makeNodes(3)
+	a := &scorePlugin{name: "A", scores: map[string]int64{"node-0": 1, "node-1": 5, "node-2": 10}, normalizeFactor: 10}
+	b := &scorePlugin{name: "B", scores: map[string]int64{"node-0": 100, "node-1": 0, "node-2": 50}}
+	fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a, "B": b}),
+		&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("A", 2), weighted("B", 3)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fw.Close() }()
+	f := fw
+	state := framework.NewCycleState()
+	state.SetKeepRawScores(true)
+	pod := makePod("p")
+	if s := f.RunPreScorePlugins(t.Context(), state, pod, nodes); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	all, status := f.RunScorePlugins(t.Context(), state, pod, nodes)
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	raw, status := f.RunRawScorePlugins(t.Context(), state, pod, nodes[2])
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if diff := cmp.Diff(all[2].RawScores, raw); diff != "" {
+		t.Errorf("raw scores of node-2 (-RunScorePlugins +RunRawScorePlugins):\n%s", diff)
+	}
+	// Kept entries of node-0 and node-1 plus node-2 re-scored: the same
+	// totals as scoring the three at once.
+	kept := []framework.NodePluginScores{
+		{Name: "node-0", RawScores: all[0].RawScores},
+		{Name: "node-1", RawScores: all[1].RawScores},
+		{Name: "node-2", RawScores: raw},
+	}
+	if status := f.NormalizeScores(t.Context(), state, pod, kept); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if diff := cmp.Diff(all, kept); diff != "" {
+		t.Errorf("normalized again (-RunScorePlugins +NormalizeScores):\n%s", diff)
+	}
+}
+
+// TestRawScoreMetrics: re-scoring one node reports each Score plugin's
+// duration on cycles sampled for plugin metrics, as RunScorePlugins.
+func TestRawScoreMetrics(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record=%t", record), func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m, err := metrics.New(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &scorePlugin{name: "A", scores: map[string]int64{"node-0": 1}}
+			fw, err := newTestFramework(t.Context(), baseRegistry(map[string]framework.Plugin{"A": a}),
+				&configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("A", 1)}}}, WithMetrics(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = fw.Close() }()
 			state := framework.NewCycleState()
-			if s := fw.RunPreScorePlugins(t.Context(), state, makePod("p"), nodes); !s.IsSuccess() {
-				t.Fatal(s)
+			state.SetRecordPluginMetrics(record)
+			if _, status := fw.RunRawScorePlugins(t.Context(), state, makePod("p"), makeNodes(1)[0]); !status.IsSuccess() {
+				t.Fatal(status)
 			}
-			got, status := fw.RunScorePlugins(t.Context(), state, makePod("p"), nodes)
-			if diff := cmp.Diff(tt.wantStatus, status.Message()); diff != "" {
-				t.Errorf("status (-want +got):\n%s", diff)
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("scores (-want +got):\n%s", diff)
+			var got uint64
+			for _, mf := range families {
+				if mf.GetName() != "scheduler_plugin_execution_duration_seconds" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels["extension_point"] == Score && labels["plugin"] == "A" && labels["status"] == "Success" {
+						got += m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+			var want uint64
+			if record {
+				want = 1
+			}
+			if got != want {
+				t.Errorf("Score samples of A = %d, want %d", got, want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,9 +12,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/schedprofiles/profile-scheduler/internal/cli"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
@@ -97,5 +103,56 @@ func TestValidateExample(t *testing.T) {
 		if !strings.Contains(string(data), "\n"+line+"\n") {
 			t.Errorf("docs/validate.md does not show the line\n%s", line)
 		}
+	}
+}
+
+// fixedServerVersion answers the operator's version check with info.
+type fixedServerVersion apimachineryversion.Info
+
+func (v fixedServerVersion) ServerVersionWithContext(context.Context) (*apimachineryversion.Info, error) {
+	info := apimachineryversion.Info(v)
+	return &info, nil
+}
+
+// TestDocumentedVersions keeps the versions docs/install.md and
+// docs/compatibility.md state in step with the operator's version check
+// and the control plane the tests run on: the supported API servers, the
+// event an older one gets, worded as the check words it, and the version
+// tested against.
+func TestDocumentedVersions(t *testing.T) {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	install, compatibility := read("install.md"), read("compatibility.md")
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+	sched := version.MustParseGeneric(operator.SchedulerVersion)
+	supported := fmt.Sprintf("kube-apiserver %d.%d and %d.%d", sched.Major(), sched.Minor(), sched.Major(), sched.Minor()+1)
+	if !strings.Contains(flat(install), "**"+supported+"**") {
+		t.Errorf("docs/install.md does not state the supported API servers, %s", supported)
+	}
+	if !strings.Contains(flat(compatibility), supported) {
+		t.Errorf("docs/compatibility.md does not state the supported API servers, %s", supported)
+	}
+	tested := "kube-apiserver and kube-controller-manager " + localcluster.KubernetesVersion
+	for name, doc := range map[string]string{"install.md": install, "compatibility.md": compatibility} {
+		if !strings.Contains(flat(doc), tested) {
+			t.Errorf("docs/%s does not say it is tested against %s", name, tested)
+		}
+	}
+
+	recorder := events.NewFakeRecorder(1)
+	older := fixedServerVersion{Major: "1", Minor: "36", GitVersion: "v1.36.3"}
+	regarding := &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: "default"}
+	if _, err := operator.CheckAPIServerVersion(context.Background(), older, recorder, regarding, sched); err != nil {
+		t.Fatal(err)
+	}
+	note := strings.TrimPrefix(<-recorder.Events, "Warning "+operator.ReasonUnsupportedAPIServerVersion+" ")
+	if !strings.Contains(install, "\n"+note+"\n") {
+		t.Errorf("docs/install.md does not show the event's note\n%s", note)
 	}
 }

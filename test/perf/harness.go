@@ -108,6 +108,11 @@ type Result struct {
 	PodSchedulingLatency Summary `json:"podSchedulingSLISeconds"`
 	// Attempts counts scheduler_schedule_attempts_total by result.
 	Attempts map[string]int `json:"attempts"`
+	// BatchAttempts counts scheduler_batch_attempts_total by result:
+	// hint_used for each pod placed by opportunistic batching without a
+	// search; UpstreamBatchAttempts is kube-scheduler's.
+	BatchAttempts         map[string]int `json:"batchAttempts,omitempty"`
+	UpstreamBatchAttempts map[string]int `json:"upstreamBatchAttempts,omitempty"`
 	// FirstBindSeconds is how long after the profile was created the first
 	// measured pod was bound (instance build and queue start-up).
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
@@ -390,6 +395,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.AttemptLatency = histogramDelta(before, after, "scheduler_scheduling_attempt_duration_seconds", scheduledLabel).summary()
 	res.PodSchedulingLatency = histogramDelta(before, after, "scheduler_pod_scheduling_sli_duration_seconds", profileLabel).summary()
 	res.Attempts = counterDelta(before, after, "scheduler_schedule_attempts_total", profileLabel, "result")
+	res.BatchAttempts = counterDelta(before, after, "scheduler_batch_attempts_total", profileLabel, "result")
 	if w.Shadow != "" {
 		shadowLabel := map[string]string{"profile": shadowProfile}
 		res.ShadowEvaluations = counterDelta(before, after, "scheduler_shadow_evaluations_total", shadowLabel, "result")
@@ -399,8 +405,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.readMemory(ctx, op, &res.Cost); err != nil {
 		return nil, err
 	}
-	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s; %s",
-		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost, res.ServerCost)
+	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s; %s%s",
+		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost, res.ServerCost,
+		batched(res.BatchAttempts))
 
 	if o.Upstream != "" && w.upstreamComparable() {
 		// kube-scheduler gets the cluster the operator got: the measured
@@ -412,15 +419,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
 		}
-		up, cost, server, err := h.runUpstream(ctx)
-		if err != nil {
+		if err := h.runUpstream(ctx, res); err != nil {
 			return nil, err
 		}
-		res.Upstream, res.UpstreamCost, res.UpstreamServerCost = up, cost, server
-		if res.BindingCeiling.Average > 0 {
-			res.UpstreamRatio = up.Average / res.BindingCeiling.Average
-		}
-		o.logf("   kube-scheduler: %.0f pods/s%s; %s; %s", up.Average, ofCeiling(res.UpstreamRatio), cost, server)
+		o.logf("   kube-scheduler: %.0f pods/s%s; %s; %s%s", res.Upstream.Average, ofCeiling(res.UpstreamRatio),
+			res.UpstreamCost, res.UpstreamServerCost, batched(res.UpstreamBatchAttempts))
 	}
 	return res, nil
 }
@@ -433,6 +436,19 @@ func (c Cost) String() string {
 	}
 	return fmt.Sprintf("%.2f CPU-s/1000 pods, RSS %.0f MiB (peak %.0f MiB, file-backed %.0f MiB), %s",
 		c.CPUSecondsPer1000Pods, mebibytes(c.RSSBytes), mebibytes(c.PeakRSSBytes), mebibytes(c.RSSFileBytes), heap)
+}
+
+// batched is the share of pods that took opportunistic batching's hint,
+// for progress; empty when the scheduler never tried.
+func batched(attempts map[string]int) string {
+	total := 0
+	for _, n := range attempts {
+		total += n
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; batching hint used by %d of %d pods", attempts["hint_used"], total)
 }
 
 // ofCeiling is a ratio to the ceiling for progress; memory workloads
@@ -519,18 +535,19 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startScheduler("profile-scheduler", h.o.Operator, h.logFile("profile-scheduler"), "http://"+metricsAddr+"/metrics",
-		"--kubeconfig="+h.kubeconfig,
+	args := append([]string{
+		"--kubeconfig=" + h.kubeconfig,
 		fmt.Sprintf("--kube-api-qps=%g", h.o.QPS),
 		fmt.Sprintf("--kube-api-burst=%d", h.o.Burst),
-		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address="+probeAddr,
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=" + probeAddr,
 		// The benchmark installs no admission webhook configuration.
 		"--webhook-port=0",
-		"--reserved-scheduler-names="+corev1.DefaultSchedulerName,
+		"--reserved-scheduler-names=" + corev1.DefaultSchedulerName,
 		// The Extender workload's extender serves on loopback.
 		"--allowed-extender-url-prefixes=http://127.0.0.1:*",
-	)
+	}, h.w.schedulerArgs()...)
+	return startScheduler("profile-scheduler", h.o.Operator, h.logFile("profile-scheduler"), "http://"+metricsAddr+"/metrics", args...)
 }
 
 // startShadow creates the workload's shadow of the measured profile and

@@ -131,6 +131,44 @@ var _ = Describe("The benchmark harness", func() {
 		expectServerCost(res.UpstreamServerCost, "kube-scheduler")
 		Expect(res.UpstreamServerCost.WritesPerPod).To(HaveKeyWithValue("POST events", BeNumerically(">", 0)))
 	})
+
+	It("runs identical pods with opportunistic batching and without, in both schedulers", func() {
+		workloads, err := selectWorkloads("IdenticalPods/5000Nodes,IdenticalPods/5000Nodes_NoBatching", 100)
+		Expect(err).NotTo(HaveOccurred())
+		o := Options{
+			QPS: 5000, Burst: 5000, Workers: 8, Timeout: 2 * time.Minute, Progress: GinkgoWriter,
+			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
+		}
+		assets, err := testenv.AssetsDir()
+		Expect(err).NotTo(HaveOccurred())
+		// kube-scheduler too, when it is built.
+		upstream := filepath.Join(assets, "kube-scheduler")
+		if _, err := os.Stat(upstream); err == nil {
+			o.Upstream = upstream
+		}
+		dir := GinkgoT().TempDir()
+		var table bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		Expect(run(ctx, workloads, o, dir, &table)).To(Succeed())
+		GinkgoWriter.Println(table.String())
+
+		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var report Results
+		Expect(json.Unmarshal(data, &report)).To(Succeed())
+		Expect(report.Workloads).To(HaveLen(2))
+		batched, unbatched := report.Workloads[0], report.Workloads[1]
+		// A run of identical pods under a profile that signs them: nearly
+		// every pod takes the hint of the cycle before, unless the gate is
+		// off.
+		Expect(batched.BatchAttempts).To(HaveKeyWithValue("hint_used", BeNumerically(">", batched.Pods/2)))
+		Expect(unbatched.BatchAttempts).NotTo(HaveKey("hint_used"))
+		if o.Upstream != "" {
+			Expect(batched.UpstreamBatchAttempts).To(HaveKeyWithValue("hint_used", BeNumerically(">", batched.Pods/2)))
+			Expect(unbatched.UpstreamBatchAttempts).NotTo(HaveKey("hint_used"))
+		}
+	})
 })
 
 // expectCost checks that every figure of a scheduler's cost was measured.

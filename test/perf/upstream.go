@@ -17,10 +17,11 @@ import (
 // to anonymous callers so that the harness can read its heap, and stops
 // with the measurement. Its start-up (informers listing the cluster) is
 // left out of throughput and CPU: the clock starts at its first binding.
-func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, *ServerCost, error) {
+// It fills res's Upstream fields.
+func (h *harness) runUpstream(ctx context.Context, res *Result) error {
 	profile := map[string]any{}
 	if err := yaml.Unmarshal([]byte(h.w.Profile), &profile); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	profile["schedulerName"] = upstreamProfile
 	cfg := map[string]any{
@@ -38,40 +39,41 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, *ServerCost
 	}
 	config, err := yaml.Marshal(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	configPath := filepath.Join(h.dir, "kube-scheduler.yaml")
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	addr, err := testenv.FreeLoopbackAddress()
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	host, port, _ := strings.Cut(addr, ":")
 
 	bound := &boundCounter{done: make(chan struct{}), total: int64(h.w.Pods)}
 	stopWatch, err := h.watchBound(ctx, upstreamNamespace, bound)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	defer stopWatch()
 	if _, err := h.createPods(ctx, upstreamNamespace, h.w.Pods, true); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 
 	// Its writes count from here, the API server's CPU from its first
 	// binding, as its own.
 	serverMark := h.server.mark(ctx)
-	ks, err := startScheduler("kube-scheduler", h.o.Upstream, h.logFile("kube-scheduler"), "https://"+addr+"/metrics",
-		"--config="+configPath,
-		"--bind-address="+host, "--secure-port="+port,
+	args := append([]string{
+		"--config=" + configPath,
+		"--bind-address=" + host, "--secure-port=" + port,
 		// Without an authentication kubeconfig every caller is anonymous;
 		// these paths need no authorization.
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
-	)
+	}, h.w.schedulerArgs()...)
+	ks, err := startScheduler("kube-scheduler", h.o.Upstream, h.logFile("kube-scheduler"), "https://"+addr+"/metrics", args...)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	defer func() { _ = ks.stop() }()
 
@@ -87,21 +89,27 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, *ServerCost
 	bound.mu.Unlock()
 	samples := sampleEverySecond(bound.done, bound.count)
 	if err := h.waitBound(ctx, bound, ks); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	// The first binding opened the phase: the others are in it.
 	if cost.CPUSecondsPer1000Pods, err = cpu.end(h.w.Pods - 1); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	bound.mu.Lock()
 	mark := serverMark
 	bound.mu.Unlock()
 	server, err := h.server.since(ctx, mark, h.w.Pods-1, h.w.Pods)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	if err := <-<-profiled; err != nil {
-		return nil, nil, nil, err
+		return err
+	}
+	// Its counters start at zero with it, and its profile scheduled the
+	// measured pods only.
+	after, err := ks.scrape(ctx)
+	if err != nil {
+		return err
 	}
 	elapsed := bound.last().Sub(bound.first()).Seconds()
 	avg := 0.0
@@ -110,7 +118,12 @@ func (h *harness) runUpstream(ctx context.Context) (*Summary, *Cost, *ServerCost
 	}
 	s := summarize(perSecond(<-samples), avg)
 	if err := h.readMemory(ctx, ks, cost); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	return &s, cost, server, ks.stop()
+	res.Upstream, res.UpstreamCost, res.UpstreamServerCost = &s, cost, server
+	res.UpstreamBatchAttempts = counterDelta(nil, after, "scheduler_batch_attempts_total", map[string]string{"profile": upstreamProfile}, "result")
+	if res.BindingCeiling.Average > 0 {
+		res.UpstreamRatio = s.Average / res.BindingCeiling.Average
+	}
+	return ks.stop()
 }

@@ -39,6 +39,9 @@ type Workload struct {
 	// one (spec.shadowOf), running before the measured phase starts: the
 	// cost of a shadow beside the serving profile.
 	Shadow string
+	// NoBatching turns the OpportunisticBatching feature gate off in both
+	// schedulers (--feature-gates), for the figures before batching.
+	NoBatching bool
 }
 
 // Node and pod shapes of scheduler_perf's default templates.
@@ -94,6 +97,13 @@ const (
     - name: Coscheduling
     disabled:
     - name: "*"`
+	// noPodTopologySpread is the default profile without
+	// PodTopologySpread: its system default constraints leave every pod
+	// unsigned, so the default profile never batches, upstream's included.
+	noPodTopologySpread = `plugins:
+  multiPoint:
+    disabled:
+    - name: PodTopologySpread`
 )
 
 // allWorkloads are the workloads the harness knows; defaultWorkloads run
@@ -112,6 +122,12 @@ var allWorkloads = []Workload{
 	// Gangs of 8 (scheduler-plugins' Coscheduling with PodGroups): each
 	// member waits at Permit until its gang is complete.
 	{Name: "Gangs/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: coscheduling, Gang: 8},
+	// A run of identical pods under a profile in which they can be signed,
+	// with opportunistic batching (on by default) and without it.
+	{Name: "IdenticalPods/5000Nodes", Nodes: 5000, InitPods: 1000, Pods: 3000, Profile: noPodTopologySpread},
+	{Name: "IdenticalPods/5000Nodes_NoBatching", Nodes: 5000, InitPods: 1000, Pods: 3000, Profile: noPodTopologySpread, NoBatching: true},
+	{Name: "IdenticalPods/15000Nodes", Nodes: 15000, InitPods: 3000, Pods: 3000, Profile: noPodTopologySpread},
+	{Name: "IdenticalPods/15000Nodes_NoBatching", Nodes: 15000, InitPods: 3000, Pods: 3000, Profile: noPodTopologySpread, NoBatching: true},
 	{Name: "Extender/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Extender: true},
 	// A large cluster at rest: what each scheduler holds for 5000 nodes and
 	// 10000 running pods, once it has scheduled a few pods.
@@ -168,6 +184,15 @@ func (w *Workload) upstreamComparable() bool { return !w.Approve && w.Gang == 0 
 
 // gangOf is the PodGroup of the i-th measured pod.
 func gangOf(i, size int) string { return fmt.Sprintf("gang-%d", i/size) }
+
+// schedulerArgs are the command-line flags the workload adds to either
+// scheduler's: both take kube-scheduler's --feature-gates.
+func (w *Workload) schedulerArgs() []string {
+	if w.NoBatching {
+		return []string{"--feature-gates=OpportunisticBatching=false"}
+	}
+	return nil
+}
 
 func workloadNames() string {
 	var names []string

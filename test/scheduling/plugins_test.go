@@ -79,6 +79,47 @@ func (hold) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ st
 	return nil, 0
 }
 
+const slowPreBindName = "TestSlowPreBind"
+
+// slowPreBind has PreBind work for pods labelled prebind=slow, as
+// VolumeBinding has for a pod whose claims wait for a volume: it holds
+// them until its context ends (then fails with the context's error, as
+// VolumeBinding's wait does) or a minute passed. It records the pods that
+// entered PreBind.
+type slowPreBind struct {
+	mu      sync.Mutex
+	entered map[types.UID]bool
+}
+
+var slowPreBinds = &slowPreBind{entered: map[types.UID]bool{}}
+
+func (*slowPreBind) Name() string { return slowPreBindName }
+
+func (*slowPreBind) PreBindPreFlight(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) (*framework.PreBindPreFlightResult, *framework.Status) {
+	if pod.Labels["prebind"] != "slow" {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	return &framework.PreBindPreFlightResult{}, nil
+}
+
+func (pl *slowPreBind) PreBind(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) *framework.Status {
+	pl.mu.Lock()
+	pl.entered[pod.UID] = true
+	pl.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return framework.AsStatus(ctx.Err())
+	case <-time.After(time.Minute):
+		return nil
+	}
+}
+
+func (pl *slowPreBind) hasEntered(uid types.UID) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.entered[uid]
+}
+
 // registry is the in-tree registry plus the test plugins.
 func registry() runtime.Registry {
 	r := plugins.NewInTreeRegistry()
@@ -93,6 +134,11 @@ func registry() runtime.Registry {
 	}
 	if err := r.Register(holdName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
 		return hold{}, nil
+	}, runtime.ArgsSpec{}); err != nil {
+		panic(err)
+	}
+	if err := r.Register(slowPreBindName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		return slowPreBinds, nil
 	}, runtime.ArgsSpec{}); err != nil {
 		panic(err)
 	}

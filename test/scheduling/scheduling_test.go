@@ -288,6 +288,28 @@ var _ = Describe("The scheduling loop", func() {
 		Eventually(getPod(ctx, ns, "gated")).Should(WithTransform(nodeName, Equal("gates-node")))
 	})
 
+	It("retries a pod at once when its own update adds the toleration it lacked", func(ctx SpecContext) {
+		publish(ctx, profile("tolerations"))
+		newNode(ctx, "tainted-node", "4", v1.Taint{Key: "dedicated", Value: "batch", Effect: v1.TaintEffectNoSchedule})
+		newPod(ctx, podSpec(ns, "intolerant", "tolerations", "1"))
+		Eventually(getPod(ctx, ns, "intolerant")).Should(WithTransform(podScheduledCondition,
+			HaveField("Reason", v1.PodReasonUnschedulable)))
+
+		Eventually(func() error {
+			p, err := getPod(ctx, ns, "intolerant")()
+			if err != nil {
+				return err
+			}
+			p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "batch", Effect: v1.TaintEffectNoSchedule})
+			_, err = cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		}).Should(Succeed())
+		// Far below the 5-minute flush: the pod's own update is a TargetPod
+		// event, which TaintToleration registers (kube-scheduler 1.37.2).
+		Eventually(getPod(ctx, ns, "intolerant")).WithTimeout(20 * time.Second).
+			Should(WithTransform(nodeName, Equal("tainted-node")))
+	})
+
 	It("picks up the pending pods of a profile published after them", func(ctx SpecContext) {
 		newNode(ctx, "later-node", "4")
 		newPod(ctx, podSpec(ns, "early", "published-later", "1"))

@@ -35,6 +35,22 @@ const (
 	reasonBindConflict   = "node(s) didn't find available persistent volumes to bind"
 )
 
+// reasonDriverNotInstalled is NodeVolumeLimits' rejection (1.37.2, with
+// VolumeLimitScaling) of a node lacking a driver that asks to be present.
+func reasonDriverNotInstalled(driver string) string {
+	return driver + " CSI driver is not installed on the node"
+}
+
+// createCSIDriver creates a cluster-wide CSIDriver for the spec that needs
+// no attachment, deleted after the spec.
+func createCSIDriver(ctx context.Context, name string, spec storagev1.CSIDriverSpec) {
+	GinkgoHelper()
+	spec.AttachRequired = ptr.To(false)
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	create(ctx, driver)
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(c.Delete(ctx, driver))).To(Succeed()) })
+}
+
 func unschedulableMessage(nodes int, reason string) string {
 	return fmt.Sprintf("0/%[1]d nodes are available: %[1]d %[2]s. preemption: 0/%[1]d nodes are available: %[1]d No preemption victims found for incoming pod.", nodes, reason)
 }
@@ -367,6 +383,92 @@ var _ = Describe("Scheduling pods with volumes", func() {
 		create(ctx, podWithClaims(ns, "app-2", "data-2"))
 		Eventually(getPod(ctx, ns, "app-2")).Should(WithTransform(podScheduledMessage, Equal(unschedulableMessage(2, reasonMaxVolumeCount))))
 		Consistently(getPod(ctx, ns, "app-2")).Should(HaveField("Spec.NodeName", BeEmpty()))
+	})
+
+	It("provisions a claim on the node whose storage capacity leaves the most room, as 1.37.2's VolumeBinding scores it", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// Identical nodes: only VolumeBinding's capacity score tells them
+		// apart, and without it the choice among them is random.
+		nodes := createNodes(ctx, "capacity", "zone-a", "zone-a", "zone-a", "zone-a", "zone-a", "zone-a")
+		driver := "capacity." + ns + ".example"
+		createCSIDriver(ctx, driver, storagev1.CSIDriverSpec{StorageCapacity: ptr.To(true)})
+		class := "capacity-" + ns
+		createClass(ctx, &storagev1.StorageClass{
+			ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: driver,
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+		})
+		// A 10Gi claim uses 67%, 50%, 10%, 83%, 40% and 25% of what each
+		// node offers: scores 33, 50, 90, 17, 60 and 75 with the default
+		// shape.
+		for i, size := range []string{"15Gi", "20Gi", "100Gi", "12Gi", "25Gi", "40Gi"} {
+			create(ctx, &storagev1.CSIStorageCapacity{
+				ObjectMeta:       metav1.ObjectMeta{Namespace: ns, Name: nodes[i]},
+				NodeTopology:     &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelHostname: nodes[i]}},
+				StorageClassName: class,
+				Capacity:         ptr.To(resource.MustParse(size)),
+			})
+		}
+		pvc := claim(ns, "data", class, corev1.ReadWriteOnce)
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("10Gi")
+		create(ctx, pvc)
+		create(ctx, podWithClaims(ns, "app", "data"))
+
+		By("VolumeBinding's PreBind selects the roomiest node for provisioning")
+		Eventually(getClaim(ctx, ns, "data")).Should(HaveField("ObjectMeta.Annotations", HaveKeyWithValue(volume.AnnSelectedNode, nodes[2])))
+
+		By("provisioning there, as the CSI driver's provisioner would, lets the pod bind")
+		pvc, err := getClaim(ctx, ns, "data")()
+		Expect(err).NotTo(HaveOccurred())
+		name := "capacity-" + ns
+		pv := persistentVolume(ns, name, class, corev1.ReadWriteOnce, corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: name},
+		})
+		pv.Spec.Capacity[corev1.ResourceStorage] = resource.MustParse("10Gi")
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: pvc.Name, UID: pvc.UID}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{nodes[2]},
+			}}}},
+		}}
+		create(ctx, pv)
+		Expect(waitScheduled(ctx, ns, "app").Spec.NodeName).To(Equal(nodes[2]))
+		Eventually(getClaim(ctx, ns, "data")).Should(And(boundClaim(), HaveField("Spec.VolumeName", name)))
+	})
+
+	It("keeps a pod off nodes missing a CSI driver that asks for it, with upstream 1.37.2's message, until the driver registers", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		nodes := createNodes(ctx, "driver", "zone-a", "zone-b", "zone-c")
+		driver := "required." + ns + ".example"
+		createCSIDriver(ctx, driver, storagev1.CSIDriverSpec{PreventPodSchedulingIfMissing: ptr.To(true)})
+		stored, err := cs.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stored.Spec.PreventPodSchedulingIfMissing).To(HaveValue(BeTrue()), "the API server keeps the field")
+		// node 0 has another driver, node 1 gets the driver later, node 2
+		// never has a CSINode.
+		create(ctx, &storagev1.CSINode{
+			ObjectMeta: metav1.ObjectMeta{Name: nodes[0]},
+			Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: csiDriver, NodeID: nodes[0]}}},
+		})
+		name := "required-" + ns
+		create(ctx, persistentVolume(ns, name, "", corev1.ReadWriteOnce, corev1.PersistentVolumeSource{
+			CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: name},
+		}))
+		pvc := claim(ns, "data", "", corev1.ReadWriteOnce)
+		pvc.Spec.VolumeName = name
+		create(ctx, pvc)
+		Eventually(getClaim(ctx, ns, "data")).Should(boundClaim())
+
+		create(ctx, podWithClaims(ns, "app", "data"))
+		// Unschedulable, so preemption looks for victims and finds none.
+		Eventually(getPod(ctx, ns, "app")).Should(WithTransform(podScheduledMessage, Equal(unschedulableMessage(3, reasonDriverNotInstalled(driver)))))
+		Consistently(getPod(ctx, ns, "app")).Should(HaveField("Spec.NodeName", BeEmpty()))
+
+		By("the driver registering on a node, which creates its CSINode, moves the pod there")
+		create(ctx, &storagev1.CSINode{
+			ObjectMeta: metav1.ObjectMeta{Name: nodes[1]},
+			Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: driver, NodeID: nodes[1]}}},
+		})
+		Expect(waitScheduled(ctx, ns, "app").Spec.NodeName).To(Equal(nodes[1]))
 	})
 
 	It("provisions the claim of a generic ephemeral volume on the pod's node", func(ctx SpecContext) {

@@ -20,11 +20,8 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
-
-// kubernetesVersion is the version of the control plane the suites run on; it
-// must match K8S_VERSION in hack/build-control-plane.sh.
-const kubernetesVersion = "1.36.3"
 
 // RepoRoot is the root of the checkout, found from this file's location so
 // suites work from any package directory.
@@ -60,7 +57,7 @@ func AssetsDir() (string, error) {
 		}
 		cache = filepath.Join(base, "profile-scheduler")
 	}
-	dir := filepath.Join(cache, "control-plane", "v"+kubernetesVersion)
+	dir := filepath.Join(cache, "control-plane", "v"+localcluster.KubernetesVersion)
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return "", fmt.Errorf("control plane binaries not found in %s: run 'make control-plane' (or 'make test') first, or set KUBEBUILDER_ASSETS", dir)

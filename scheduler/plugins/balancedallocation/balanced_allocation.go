@@ -1,7 +1,7 @@
 // Package balancedallocation provides NodeResourcesBalancedAllocation,
 // kube-scheduler's Score plugin that favours nodes whose resource usage stays
 // balanced across the configured resources (cpu and memory by default). As in
-// Kubernetes 1.36, a node is rated by how placing the pod changes its balance:
+// Kubernetes 1.37, a node is rated by how placing the pod changes its balance:
 // 50 + (50 + balanceWithPod - balanceWithoutPod) / 2, where a balance is
 // (1 - standard deviation of the usage fractions) × 100.
 package balancedallocation
@@ -58,7 +58,7 @@ func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.P
 
 func (*balancedAllocation) Name() string { return Name }
 
-// requestOptions follow the 1.36 defaults: pod-level resources and, for
+// requestOptions follow the 1.37 defaults: pod-level resources and, for
 // running pods, the resources in status (in-place resize) count. Unlike
 // NodeResourcesFit no default requests are added, so a pod requesting
 // nothing is best-effort.

@@ -259,6 +259,10 @@ func moreImportantPod(a, b *v1.Pod, now time.Time) bool {
 // filterPodsWithPDBViolation splits pods, keeping their order, into those
 // whose eviction would exceed a matching budget's disruptionsAllowed
 // (counting the earlier pods of the list as evicted too) and the others.
+// As upstream since 1.37, a pod stops using up budgets at the first one it
+// violates: budgets listed after it keep their allowance for later pods
+// (1.36 charged the pod to every budget it matched). The budgets are
+// walked in the lister's order, as upstream's are.
 func filterPodsWithPDBViolation(pods []*framework.PodInfo, pdbs []*policy.PodDisruptionBudget) (violating, nonViolating []*framework.PodInfo) {
 	if len(pdbs) == 0 {
 		return nil, pods
@@ -274,31 +278,33 @@ func filterPodsWithPDBViolation(pods []*framework.PodInfo, pdbs []*policy.PodDis
 		}
 		selectors[i] = s
 	}
-	for _, pi := range pods {
-		p := pi.Pod
-		violated := false
+	violates := func(p *v1.Pod) bool {
 		// A pod without labels matches no budget.
-		if len(p.Labels) != 0 {
-			for i, pdb := range pdbs {
-				if pdb.Namespace != p.Namespace {
-					continue
-				}
-				// A nil or empty budget selector matches nothing.
-				if selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Labels)) {
-					continue
-				}
-				// Pods the disruption controller already counted as
-				// disrupted do not use up the budget again.
-				if _, ok := pdb.Status.DisruptedPods[p.Name]; ok {
-					continue
-				}
-				allowed[i]--
-				if allowed[i] < 0 {
-					violated = true
-				}
+		if len(p.Labels) == 0 {
+			return false
+		}
+		for i, pdb := range pdbs {
+			if pdb.Namespace != p.Namespace {
+				continue
+			}
+			// A nil or empty budget selector matches nothing.
+			if selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			// Pods the disruption controller already counted as
+			// disrupted do not use up the budget again.
+			if _, ok := pdb.Status.DisruptedPods[p.Name]; ok {
+				continue
+			}
+			allowed[i]--
+			if allowed[i] < 0 {
+				return true
 			}
 		}
-		if violated {
+		return false
+	}
+	for _, pi := range pods {
+		if violates(pi.Pod) {
 			violating = append(violating, pi)
 		} else {
 			nonViolating = append(nonViolating, pi)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,10 @@ import (
 
 // Name is the plugin's name in profiles and the registry.
 const Name = "DefaultPreemption"
+
+// preemptorPod is the preemptor label of the preemption metrics for a
+// single pod (upstream's other values are for pod groups, not built).
+const preemptorPod = "pod"
 
 // Upstream's v1 defaults for DefaultPreemptionArgs.
 const (
@@ -155,9 +160,9 @@ func ValidateArgs(args *configv1.DefaultPreemptionArgs) error {
 func (pl *defaultPreemption) Name() string { return Name }
 
 // PostFilter tries to make room for pod by preemption. It returns Success
-// with the nominated node, or Unschedulable with the reason (prefixed
-// "preemption: ") and, when no node can help, a NominatingInfo clearing
-// any earlier nomination.
+// with the nominated node and what it is about to evict, or Unschedulable
+// with the reason and, when no node can help, a NominatingInfo clearing
+// any earlier nomination; either message is prefixed "preemption: ".
 func (pl *defaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
 	pl.fh.Metrics().PreemptionAttempts.Inc()
 	result, status := pl.preempt(ctx, state, pod, m)
@@ -176,16 +181,17 @@ func (pl *defaultPreemption) PreEnqueue(_ context.Context, p *v1.Pod) *framework
 	return nil
 }
 
-// EventsToRegister registers victim deletions so that the queue re-checks
-// the preemptor's gate when they happen. The hint always skips: whether
-// the preemptor fits is for the plugins that rejected it to decide.
+// EventsToRegister registers victim deletions (bound pods only, as
+// upstream since 1.37) so that the queue re-checks the preemptor's gate
+// when they happen. The hint always skips: whether the preemptor fits is
+// for the plugins that rejected it to decide.
 func (pl *defaultPreemption) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: isSchedulableAfterPodDeletion},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: isSchedulableAfterAssignedPodDeletion},
 	}, nil
 }
 
-func isSchedulableAfterPodDeletion(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
+func isSchedulableAfterAssignedPodDeletion(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
 	return framework.QueueSkip, nil
 }
 
@@ -249,7 +255,28 @@ func podTerminatingByPreemption(p *v1.Pod) bool {
 // with a result: preemption cannot help, clear the nomination; Success:
 // nominate result's node.
 func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
+	best, result, status := pl.evaluate(ctx, state, pod, m)
+	if !status.IsSuccess() {
+		return result, status
+	}
+	pl.actuateAsync(best, pod)
+	// Since 1.37 the success carries a message, which the scheduling loop
+	// appends to the pod's FailedScheduling event and PodScheduled
+	// condition. It counts every victim, those already terminating too.
+	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: best.name, NominatingMode: framework.ModeOverride}},
+		framework.NewStatus(framework.Success, fmt.Sprintf("found a potential placement for pod on node %v, preempting %d victims", best.name, len(best.victims)))
+}
+
+// evaluate picks the node and the victims without evicting anything
+// (upstream's Evaluator.evaluate); its duration and outcome are
+// scheduler_preemption_evaluation_duration_seconds. On failure it returns
+// the result preempt must return.
+func (pl *defaultPreemption) evaluate(ctx context.Context, state *framework.CycleState, pod *v1.Pod, m framework.NodeToStatusReader) (_ *candidate, _ *framework.PostFilterResult, status *framework.Status) {
 	logger := klog.FromContext(ctx)
+	start := time.Now()
+	defer func() {
+		pl.fh.Metrics().PreemptionEvaluationDuration.WithLabelValues(preemptorPod, status.Code().String()).Observe(time.Since(start).Seconds())
+	}()
 
 	// The pod may have changed since it was popped (e.g. its nomination
 	// was cleared by another preemption); decide on the latest version.
@@ -257,44 +284,41 @@ func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 	pod, err := pl.podLister.Pods(ns).Get(name)
 	if err != nil {
 		logger.Error(err, "Could not get the updated preemptor pod object", "pod", klog.KRef(ns, name))
-		return nil, framework.AsStatus(err)
+		return nil, nil, framework.AsStatus(err)
 	}
 
 	if ok, msg := pl.podEligibleToPreemptOthers(pod, m.Get(pod.Status.NominatedNodeName)); !ok {
 		logger.V(5).Info("Pod is not eligible for preemption", "pod", klog.KObj(pod), "reason", msg)
-		return nil, framework.NewStatus(framework.Unschedulable, msg)
+		return nil, nil, framework.NewStatus(framework.Unschedulable, msg)
 	}
 
 	allNodes, err := pl.fh.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return nil, framework.AsStatus(err)
+		return nil, nil, framework.AsStatus(err)
 	}
 	candidates, nodeStatuses, err := pl.findCandidates(ctx, state, allNodes, pod, m)
 	if err != nil && len(candidates) == 0 {
-		return nil, framework.AsStatus(err)
+		return nil, nil, framework.AsStatus(err)
 	}
 	if len(candidates) == 0 {
 		logger.V(2).Info("No preemption candidate is found; preemption is not helpful for scheduling", "pod", klog.KObj(pod))
 		nodeStatuses.SetAbsentNodesStatus(framework.NewStatus(framework.UnschedulableAndUnresolvable, "Preemption is not helpful for scheduling"))
 		fitErr := &framework.FitError{Pod: pod, NumAllNodes: len(allNodes), Diagnosis: framework.Diagnosis{NodeToStatus: nodeStatuses}}
-		return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatingMode: framework.ModeOverride}},
+		return nil, &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatingMode: framework.ModeOverride}},
 			framework.NewStatus(framework.Unschedulable, fitErr.Error())
 	}
 
 	candidates, err = pl.callExtenders(ctx, pod, candidates)
 	if err != nil {
-		return nil, framework.AsStatus(err)
+		return nil, nil, framework.AsStatus(err)
 	}
 
 	best := selectCandidate(logger, candidates)
 	if best == nil || best.name == "" {
-		return nil, framework.NewStatus(framework.Unschedulable, "no candidate node for preemption")
+		return nil, nil, framework.NewStatus(framework.Unschedulable, "no candidate node for preemption")
 	}
 	logger.V(2).Info("The target node for the preemption is determined", "node", best.name, "pod", klog.KObj(pod))
-
-	pl.actuateAsync(best, pod)
-	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: best.name, NominatingMode: framework.ModeOverride}},
-		framework.NewStatus(framework.Success)
+	return best, nil, nil
 }
 
 // callExtenders lets the profile's extenders that handle preemption narrow

@@ -85,7 +85,7 @@ func TestEventsToRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 1 || events[0].Event != (framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}) {
+	if len(events) != 1 || events[0].Event != (framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}) {
 		t.Fatalf("events = %v", events)
 	}
 	if h, _ := events[0].QueueingHintFn(klog.Background(), nil, nil, nil); h != framework.QueueSkip {
@@ -168,6 +168,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"p1", "p2"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 2 victims",
 		},
 		{
 			name:  "among equal priorities the pod that ran longest is kept",
@@ -180,6 +181,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"newer"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 1 victims",
 		},
 		{
 			name:        "the node with the lowest highest-priority victim wins",
@@ -189,6 +191,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"three"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 		{
 			name:  "then the lowest sum of victim priorities",
@@ -201,6 +204,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"b3", "b1"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 2 victims",
 		},
 		{
 			name:  "then the latest start among the highest-priority victims",
@@ -213,6 +217,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"late"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 		{
 			name:  "fewest PodDisruptionBudget violations come first",
@@ -226,6 +231,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"higher"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 		{
 			name:  "a pod whose eviction violates a budget is reprieved first",
@@ -241,6 +247,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"free"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 1 victims",
 		},
 		{
 			name:  "pods already counted as disrupted do not use up the budget",
@@ -258,6 +265,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"guarded"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 1 victims",
 		},
 		{
 			name:  "budgets are violated when nothing else helps",
@@ -270,6 +278,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"guarded"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 1 victims",
 		},
 		{
 			name:        "a victim of an earlier preemption still terminating on the nominated node: wait",
@@ -291,6 +300,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"low"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 		{
 			name:  "spreading decides the victims through the PreFilter extensions",
@@ -306,6 +316,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n1",
 			wantResult:  true,
 			wantVictims: []string{"w1", "w2"},
+			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 2 victims",
 		},
 		{
 			name:  "anti-affinity decides the victims through the PreFilter extensions",
@@ -319,6 +330,7 @@ func TestPostFilter(t *testing.T) {
 			wantNode:    "n2",
 			wantResult:  true,
 			wantVictims: []string{"web2"},
+			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 	}
 	for _, tt := range tests {
@@ -331,7 +343,7 @@ func TestPostFilter(t *testing.T) {
 			if tt.wantNode != "" {
 				wantCode = framework.Success
 			}
-			if status.Code() != wantCode || (tt.wantMessage != "" && status.Message() != tt.wantMessage) {
+			if status.Code() != wantCode || status.Message() != tt.wantMessage {
 				t.Fatalf("status = %v %q, want %v %q", status.Code(), status.Message(), wantCode, tt.wantMessage)
 			}
 			var wantResult *framework.PostFilterResult
@@ -389,6 +401,91 @@ func TestMinCandidateNodes(t *testing.T) {
 			}
 			if got := result.NominatedNodeName; got != tt.wantNode {
 				t.Errorf("nominated %q, want %q", got, tt.wantNode)
+			}
+		})
+	}
+}
+
+func TestFilterPodsWithPDBViolation(t *testing.T) {
+	pod := func(name string, labels ...string) *framework.PodInfo {
+		p := placed(name, "n1", 1, "1", 0)
+		for _, l := range labels {
+			p.Label(l, "")
+		}
+		pi, err := framework.NewPodInfo(p.Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pi
+	}
+	inOtherNamespace := pdb("other", map[string]string{"a": ""}, 0)
+	inOtherNamespace.Namespace = "other"
+	emptySelector := pdb("empty", nil, 0)
+	disrupted := pdb("disrupted", map[string]string{"a": ""}, 0)
+	disrupted.Status.DisruptedPods = map[string]metav1.Time{"p1": {}}
+
+	tests := []struct {
+		name             string
+		pods             []*framework.PodInfo
+		pdbs             []*policy.PodDisruptionBudget
+		wantViolating    []string
+		wantNonViolating []string
+	}{
+		{
+			name:             "no budgets",
+			pods:             []*framework.PodInfo{pod("p1", "a"), pod("p2")},
+			wantNonViolating: []string{"p1", "p2"},
+		},
+		{
+			name:             "the allowance is used up in the pods' order",
+			pods:             []*framework.PodInfo{pod("p1", "a"), pod("p2", "a"), pod("p3", "a")},
+			pdbs:             []*policy.PodDisruptionBudget{pdb("x", map[string]string{"a": ""}, 1)},
+			wantViolating:    []string{"p2", "p3"},
+			wantNonViolating: []string{"p1"},
+		},
+		{
+			name:             "pods without labels, in another namespace or under an empty selector match nothing",
+			pods:             []*framework.PodInfo{pod("p1"), pod("p2", "a")},
+			pdbs:             []*policy.PodDisruptionBudget{inOtherNamespace, emptySelector},
+			wantNonViolating: []string{"p1", "p2"},
+		},
+		{
+			name:             "a pod already counted as disrupted does not use up the budget",
+			pods:             []*framework.PodInfo{pod("p1", "a"), pod("p2", "a")},
+			pdbs:             []*policy.PodDisruptionBudget{disrupted},
+			wantViolating:    []string{"p2"},
+			wantNonViolating: []string{"p1"},
+		},
+		{
+			// 1.36 also charged p1 to y, so p2 violated y too.
+			name:             "a pod stops at the first budget it violates",
+			pods:             []*framework.PodInfo{pod("p1", "a", "b"), pod("p2", "b")},
+			pdbs:             []*policy.PodDisruptionBudget{pdb("x", map[string]string{"a": ""}, 0), pdb("y", map[string]string{"b": ""}, 1)},
+			wantViolating:    []string{"p1"},
+			wantNonViolating: []string{"p2"},
+		},
+		{
+			name:          "budgets before the violated one are charged",
+			pods:          []*framework.PodInfo{pod("p1", "a", "b"), pod("p2", "b")},
+			pdbs:          []*policy.PodDisruptionBudget{pdb("y", map[string]string{"b": ""}, 1), pdb("x", map[string]string{"a": ""}, 0)},
+			wantViolating: []string{"p1", "p2"},
+		},
+	}
+	names := func(pis []*framework.PodInfo) []string {
+		var out []string
+		for _, pi := range pis {
+			out = append(out, pi.Pod.Name)
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			violating, nonViolating := filterPodsWithPDBViolation(tt.pods, tt.pdbs)
+			if diff := cmp.Diff(tt.wantViolating, names(violating)); diff != "" {
+				t.Errorf("violating (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantNonViolating, names(nonViolating)); diff != "" {
+				t.Errorf("non-violating (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -17,10 +17,11 @@
 //     that spreading and affinity counts follow) and the pod must then pass
 //     the filters, nominated pods included. Victims are then reprieved one
 //     by one, most important first and those whose PodDisruptionBudget would
-//     be violated before the others, as long as the pod still fits. The
-//     search stops once max(minCandidateNodesPercentage × candidates,
-//     minCandidateNodesAbsolute) candidates are found and at least one of
-//     them violates no budget.
+//     be violated before the others (a victim is charged to the budgets it
+//     matches up to the first one it violates, as upstream since 1.37), as
+//     long as the pod still fits. The search stops once
+//     max(minCandidateNodesPercentage × candidates, minCandidateNodesAbsolute)
+//     candidates are found and at least one of them violates no budget.
 //  4. The node is picked by, in order: fewest budget violations, lowest
 //     highest victim priority, lowest sum of victim priorities, fewest
 //     victims, latest start of the highest-priority victims.
@@ -30,12 +31,15 @@
 //     priority pods nominated to the node lose their nomination, since they
 //     may no longer fit there.
 //
-// As upstream's default (async preemption, beta in 1.36), step 5 runs in
-// the background: PostFilter returns the nominated node at once, and the
+// As upstream's default (async preemption, beta in 1.37), step 5 runs in
+// the background: PostFilter returns the nominated node at once, with
+// upstream 1.37's message naming it and the number of victims, and the
 // plugin's PreEnqueue keeps the preemptor out of the active queue until the
-// API calls are done, so it is retried only once room is being made. The
-// scheduling loop records the nomination (status.nominatedNodeName and the
-// PodNominator); from then on, filters see the preemptor on that node
+// API calls are done, so it is retried only once room is being made (or at
+// once if the last victim was rejected in memory and no deletion will
+// follow). The scheduling loop records the nomination
+// (status.nominatedNodeName and the PodNominator); from then on, filters
+// see the preemptor on that node
 // whenever they evaluate a pod of lower or equal priority, so lower
 // priority pods cannot take the room that was freed.
 package defaultpreemption

@@ -87,6 +87,13 @@ type activator struct {
 	pods []string
 }
 
+// activated returns the pods moved so far.
+func (a *activator) activated() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.pods...)
+}
+
 func (a *activator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -32,6 +32,12 @@ const (
 // done, PreEnqueue keeps the preemptor out of the active queue.
 func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 	logger := klog.FromContext(pl.bgCtx)
+	// Every chosen victim counts, also when none needs an API call
+	// (upstream 1.37; 1.36 observed only preemptions that sent one).
+	pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
+	if c.numPDBViolations > 0 {
+		pl.fh.Metrics().PreemptionPDBViolations.WithLabelValues(preemptorPod).Add(float64(c.numPDBViolations))
+	}
 	victims := make([]*v1.Pod, 0, len(c.victims))
 	for _, v := range c.victims {
 		if v.DeletionTimestamp != nil {
@@ -44,7 +50,6 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 	if len(victims) == 0 {
 		return
 	}
-	pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
 
 	pl.mu.Lock()
 	pl.preempting[preemptor.UID] = struct{}{}
@@ -61,16 +66,22 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 		defer cancel()
 		start := time.Now()
 		result := goroutineResultSuccess
+		// PreEnqueue lets the preemptor go once the last victim's deletion
+		// shows in the informer; a victim preempted in memory is never
+		// deleted, so nothing else would move the preemptor.
+		lastInMemory := false
 		defer func() {
+			pl.fh.Metrics().PreemptionExecutionDuration.WithLabelValues(preemptorPod, result).Observe(time.Since(start).Seconds())
 			pl.fh.Metrics().PreemptionGoroutinesDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 			pl.fh.Metrics().PreemptionGoroutinesExecutionTotal.WithLabelValues(result).Inc()
 			pl.mu.Lock()
 			delete(pl.preempting, preemptor.UID)
 			delete(pl.lastVictims, preemptor.UID)
 			pl.mu.Unlock()
-			if result == goroutineResultError {
+			if result == goroutineResultError || lastInMemory {
 				// The preemptor may sit among the unschedulable pods with
-				// no event left to move it: move it ourselves.
+				// no event left to move it: move it ourselves (upstream
+				// 1.37; 1.36 did it only after an error).
 				pl.fh.Activate(logger, map[string]*v1.Pod{preemptor.Namespace + "/" + preemptor.Name: preemptor})
 			}
 		}()
@@ -92,7 +103,7 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 			var errMu sync.Mutex
 			var firstErr error
 			pl.fh.Parallelizer().Until(ctx, len(rest), func(i int) {
-				if err := pl.preemptPod(ctx, c.name, preemptor, rest[i]); err != nil {
+				if _, err := pl.preemptPod(ctx, c.name, preemptor, rest[i]); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -111,10 +122,12 @@ func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor *v1.Pod) {
 		pl.mu.Lock()
 		pl.lastVictims[preemptor.UID] = types.NamespacedName{Namespace: last.Namespace, Name: last.Name}
 		pl.mu.Unlock()
-		if err := pl.preemptPod(ctx, c.name, preemptor, last); err != nil {
+		inMemory, err := pl.preemptPod(ctx, c.name, preemptor, last)
+		if err != nil {
 			logger.Error(err, "Error occurred during async preemption of the last victim")
 			result = goroutineResultError
 		}
+		lastInMemory = inMemory
 		logger.V(2).Info("Async Preemption finished completely", "preemptor", klog.KObj(preemptor), "node", c.name, "result", result)
 	}()
 }
@@ -152,23 +165,48 @@ func (pl *defaultPreemption) lowerPriorityNominatedPods(preemptor *v1.Pod, nodeN
 	return out
 }
 
-// preemptPod evicts victim: a pod waiting at Permit is rejected in memory
-// (it goes back to the queue); any other gets the DisruptionTarget
-// condition, so its owner knows why it goes, and is deleted. An event is
-// recorded either way. A victim already gone is not an error.
-func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, preemptor, victim *v1.Pod) error {
+// preemptPod evicts victim: a pod waiting at Permit, or whose binding
+// cycle is in PreBind and has not sent its binding, is stopped in memory
+// (its binding cycle fails, Unreserve runs and it goes back to the queue);
+// any other gets the DisruptionTarget condition, so its owner knows why it
+// goes, and is deleted. An event is recorded either way. A victim already
+// gone is not an error. It reports whether the victim was stopped in
+// memory, without a deletion.
+func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, preemptor, victim *v1.Pod) (bool, error) {
 	logger := klog.FromContext(ctx)
 	msg := fmt.Sprintf("Preempted by pod %v on node %v", preemptor.UID, nodeName)
 	inMemory := false
-	if wp := pl.fh.GetWaitingPod(victim.UID); wp != nil && wp.Preempt(Name, "preempted") {
-		logger.V(2).Info("Preemptor preempted a waiting pod", "preemptor", klog.KObj(preemptor), "waitingPod", klog.KObj(victim), "node", nodeName)
-		inMemory = true
-		msg += " (in kube-scheduler memory)."
+	if wp := pl.fh.GetWaitingPod(victim.UID); wp != nil {
+		if wp.Preempt(Name, "preempted") {
+			logger.V(2).Info("Preemptor preempted a waiting pod", "preemptor", klog.KObj(preemptor), "waitingPod", klog.KObj(victim), "node", nodeName)
+			inMemory = true
+		}
+	} else if p := pl.fh.GetPodInPreBind(victim.UID); p != nil {
+		// Fails once the binding cycle marked the pod prebound: its
+		// binding may be on its way, so it is deleted like a bound pod.
+		if p.CancelPod("preempted by " + Name) {
+			logger.V(2).Info("Preemptor rejected a pod in preBind", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
+			inMemory = true
+			// Until its binding cycle gave the room back, the victim is
+			// still assumed: a preemptor let in now would choose it again
+			// and, finding it in PreBind no more, delete it. PreEnqueue
+			// keeps the preemptor out meanwhile, as it does until a
+			// deleted victim is gone.
+			select {
+			case <-p.Done():
+			case <-ctx.Done():
+				return false, context.Cause(ctx)
+			}
+		} else {
+			logger.V(5).Info("Failed to reject a pod in preBind, falling back to deletion via api call", "preemptor", klog.KObj(preemptor), "podInPreBind", klog.KObj(victim), "node", nodeName)
+		}
 	}
-	if !inMemory {
+	if inMemory {
+		msg += " (in kube-scheduler memory)."
+	} else {
 		cs := pl.fh.ClientSet()
 		if cs == nil {
-			return errors.New("no Kubernetes client configured")
+			return false, errors.New("no Kubernetes client configured")
 		}
 		condition := v1.PodCondition{
 			Type:               v1.DisruptionTarget,
@@ -182,26 +220,26 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 			if err := patchPodStatus(ctx, cs, victim, newStatus); err != nil {
 				if apierrors.IsNotFound(err) {
 					logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
-					return nil
+					return false, nil
 				}
 				logger.Error(err, "Could not add DisruptionTarget condition due to preemption", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim))
-				return err
+				return false, err
 			}
 		}
 		if err := cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 			if apierrors.IsNotFound(err) {
 				logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
-				return nil
+				return false, nil
 			}
 			logger.Error(err, "Tried to preempted pod", "pod", klog.KObj(victim), "preemptor", klog.KObj(preemptor))
-			return err
+			return false, err
 		}
 		logger.V(2).Info("Preemptor Pod preempted victim Pod", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
 	}
 	if r := pl.fh.EventRecorder(); r != nil {
 		r.WithLogger(logger).Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", msg)
 	}
-	return nil
+	return inMemory, nil
 }
 
 // patchPodStatus sends the difference between pod's status and newStatus

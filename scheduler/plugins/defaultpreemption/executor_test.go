@@ -9,11 +9,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
@@ -118,6 +125,10 @@ func TestActuation(t *testing.T) {
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by pod preemptor on node n1"}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+	// The victim's deletion event requeues the preemptor.
+	if len(e.activator.pods) != 0 {
+		t.Errorf("activated %v after a deletion, want none", e.activator.pods)
+	}
 }
 
 func TestActuationOfWaitingPod(t *testing.T) {
@@ -148,6 +159,83 @@ func TestActuationOfWaitingPod(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by pod preemptor on node n1 (in kube-scheduler memory)."}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// No deletion event will let the preemptor through PreEnqueue: it is
+	// moved to the active queue when the goroutine ends.
+	if diff := cmp.Diff([]string{"default/preemptor"}, e.activator.pods); diff != "" {
+		t.Errorf("activated (-want +got):\n%s", diff)
+	}
+}
+
+// A victim whose binding cycle is in PreBind is cancelled in memory, as
+// upstream: its PreBind context ends with "preempted by DefaultPreemption",
+// nothing is deleted, and the preemptor is moved to the active queue since
+// no deletion event will come. Once the binding cycle marked the victim
+// prebound, its binding may be on its way: it is deleted like a bound pod.
+func TestActuationOfPodInPreBind(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		prebound bool
+	}{
+		{name: "in PreBind"},
+		{name: "marked prebound", prebound: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			victim := placed("victim", "n1", 1, "2", 0).Obj()
+			p := preemptor(10, "1").Obj()
+			e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{victim, p}})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			e.fwk.AddPodInPreBind(victim.UID, cancel)
+			defer e.fwk.RemovePodInPreBind(victim.UID)
+			if tc.prebound && !e.fwk.GetPodInPreBind(victim.UID).MarkPrebound() {
+				t.Fatal("MarkPrebound = false before any preemption")
+			}
+			// The victim's binding cycle: once cancelled, it gives the
+			// room back and leaves. Until then the preemptor stays out.
+			left := make(chan []string, 1)
+			go func() {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+				left <- e.activator.activated()
+				e.fwk.RemovePodInPreBind(victim.UID)
+			}()
+
+			if _, status := e.filterAndPostFilter(t, p); !status.IsSuccess() {
+				t.Fatalf("PostFilter = %v", status)
+			}
+			e.pl.inFlight.Wait()
+
+			wantCause, wantDeleted, wantActivated := "preempted by DefaultPreemption", []string(nil), []string{"default/preemptor"}
+			wantEvents := []string{"Normal Preempted Preempted by pod preemptor on node n1 (in kube-scheduler memory)."}
+			if tc.prebound {
+				wantCause, wantDeleted, wantActivated = "", []string{"victim"}, nil
+				wantEvents = []string{"Normal Preempted Preempted by pod preemptor on node n1"}
+			}
+			gotCause := ""
+			if err := context.Cause(ctx); err != nil {
+				gotCause = err.Error()
+			}
+			if gotCause != wantCause {
+				t.Errorf("PreBind context cause = %q, want %q", gotCause, wantCause)
+			}
+			if diff := cmp.Diff(wantDeleted, sets.List(deletedPods(e)), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantEvents, drainEvents(e)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantActivated, e.activator.pods); diff != "" {
+				t.Errorf("activated (-want +got):\n%s", diff)
+			}
+			if !tc.prebound {
+				if got := <-left; len(got) != 0 {
+					t.Errorf("activated %v before the victim left its binding cycle", got)
+				}
+			}
+		})
 	}
 }
 
@@ -207,5 +295,74 @@ func TestNominationHoldsTheRoom(t *testing.T) {
 	res = st.RunCycle(ctx, next.fwk, next.snapshot, higher)
 	if got := res.Filter["n1"]; !got.IsSuccess() {
 		t.Errorf("a pod of higher priority ignores the nomination: %v", got)
+	}
+}
+
+// TestVictimAlreadyTerminating: a victim whose deletion already started
+// gets no second API call, yet it is counted in the message and in
+// scheduler_preemption_victims.
+func TestVictimAlreadyTerminating(t *testing.T) {
+	going := placed("going", "n1", 1, "2", 0).Obj()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p := preemptor(10, "1").Obj()
+	e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{going, p}})
+	_, status := e.filterAndPostFilter(t, p)
+	e.pl.inFlight.Wait()
+	if want := "preemption: found a potential placement for pod on node n1, preempting 1 victims"; !status.IsSuccess() || status.Message() != want {
+		t.Fatalf("PostFilter = %v %q, want Success %q", status.Code(), status.Message(), want)
+	}
+	if got := deletedPods(e); got.Len() != 0 {
+		t.Errorf("deleted %v, want none", sets.List(got))
+	}
+	var m dto.Metric
+	if err := e.fwk.Metrics().PreemptionVictims.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetHistogram().GetSampleCount(); got != 1 {
+		t.Errorf("scheduler_preemption_victims observed %d times, want 1", got)
+	}
+}
+
+// TestPreemptionMetrics checks the series upstream added in 1.37: the
+// evaluation by outcome, the eviction by result, and budget violations.
+func TestPreemptionMetrics(t *testing.T) {
+	sampleCount := func(t *testing.T, vec *prometheus.HistogramVec, labels ...string) uint64 {
+		t.Helper()
+		var m dto.Metric
+		if err := vec.WithLabelValues(labels...).(prometheus.Histogram).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+
+	p := preemptor(10, "1").Obj()
+	e := newEnv(t, envConfig{
+		nodes: []*v1.Node{makeNode("n1", "2").Obj()},
+		pods:  []*v1.Pod{placed("guarded", "n1", 1, "2", 0).Label("app", "db").Obj(), p},
+		pdbs:  []*policy.PodDisruptionBudget{pdb("db", map[string]string{"app": "db"}, 0)},
+	})
+	if _, status := e.filterAndPostFilter(t, p); !status.IsSuccess() {
+		t.Fatalf("PostFilter = %v", status)
+	}
+	e.pl.inFlight.Wait()
+	m := e.fwk.Metrics()
+	if got := sampleCount(t, m.PreemptionEvaluationDuration, "pod", "Success"); got != 1 {
+		t.Errorf("evaluations{pod, Success} = %d, want 1", got)
+	}
+	if got := sampleCount(t, m.PreemptionExecutionDuration, "pod", "success"); got != 1 {
+		t.Errorf("executions{pod, success} = %d, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.PreemptionPDBViolations.WithLabelValues("pod")); got != 1 {
+		t.Errorf("PDB violations{pod} = %v, want 1", got)
+	}
+
+	never := preemptor(10, "1").Obj()
+	never.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+	e = newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{placed("low", "n1", 1, "2", 0).Obj(), never}})
+	if _, status := e.filterAndPostFilter(t, never); status.Code() != framework.Unschedulable {
+		t.Fatalf("PostFilter = %v, want Unschedulable", status)
+	}
+	if got := sampleCount(t, e.fwk.Metrics().PreemptionEvaluationDuration, "pod", "Unschedulable"); got != 1 {
+		t.Errorf("evaluations{pod, Unschedulable} = %d, want 1", got)
 	}
 }

@@ -3,7 +3,9 @@
 // containers and image volumes). Each image present counts its size scaled by
 // the fraction of nodes that have it, so that an image everywhere does not
 // pull every pod onto the same nodes; the sum is mapped to 0..100 between
-// 23 MiB and 1000 MiB per container.
+// 23 MiB and 1000 MiB per image the pod names (each container, init
+// container and image volume, present on the node or not, as
+// kube-scheduler 1.37.2 counts them).
 package imagelocality
 
 import (
@@ -46,10 +48,11 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 func (*imageLocality) Name() string { return Name }
 
 // preScoreState is what Score needs, computed once per pod rather than once
-// per node: the pod's normalized image names and the cluster's node count.
+// per node: the pod's normalized image names (one per container, init
+// container and image volume; their number sets the top of the score
+// range) and the cluster's node count.
 type preScoreState struct {
 	images        []string
-	numContainers int
 	totalNumNodes int
 }
 
@@ -75,10 +78,9 @@ func (pl *imageLocality) newState(pod *v1.Pod) (*preScoreState, error) {
 		return nil, err
 	}
 	s := &preScoreState{
-		numContainers: len(pod.Spec.InitContainers) + len(pod.Spec.Containers),
+		images:        make([]string, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.Volumes)),
 		totalNumNodes: len(all),
 	}
-	s.images = make([]string, 0, s.numContainers)
 	for _, c := range pod.Spec.InitContainers {
 		s.images = append(s.images, normalizedImageName(c.Image))
 	}
@@ -109,16 +111,18 @@ func (pl *imageLocality) Score(_ context.Context, state *framework.CycleState, p
 			sum += scaledImageScore(st, s.totalNumNodes)
 		}
 	}
-	return calculatePriority(sum, s.numContainers), nil
+	return calculatePriority(sum, len(s.images)), nil
 }
 
 // ScoreExtensions returns nil: scores are already 0..100.
 func (*imageLocality) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // calculatePriority clamps the sum to [minThreshold, maxThreshold], where
-// maxThreshold grows with the number of containers, and scales it to 0..100.
-func calculatePriority(sumScores int64, numContainers int) int64 {
-	maxThreshold := maxContainerThreshold * int64(numContainers)
+// maxThreshold grows with the number of images the pod names (1.36 counted
+// containers only, so image volumes could push a score to 100), and scales
+// it to 0..100.
+func calculatePriority(sumScores int64, imageCount int) int64 {
+	maxThreshold := maxContainerThreshold * int64(imageCount)
 	if sumScores < minThreshold {
 		sumScores = minThreshold
 	} else if sumScores > maxThreshold {

@@ -82,11 +82,20 @@ func TestImageLocality(t *testing.T) {
 			want:  map[string]int64{"node1": 1, "node2": 0},
 		},
 		{
-			// The volume's image counts, but the threshold is per container.
+			// The volume's image counts, and so does it in the threshold
+			// (upstream 1.37; 1.36 gave node1 12 with a threshold per container):
+			// 100 × (150 MiB − 23 MiB) / (2 × 1000 MiB − 23 MiB) = 6.
 			name:  "image volume",
 			pod:   pod("gcr.io/30").ImageVolume("data", "gcr.io/300").Obj(),
 			nodes: []*v1.Node{node("node1", 300), node("node2", 30)},
-			want:  map[string]int64{"node1": 12, "node2": 0},
+			want:  map[string]int64{"node1": 6, "node2": 0},
+		},
+		{
+			// An image volume on no node still raises the threshold.
+			name:  "image volume present nowhere",
+			pod:   pod("gcr.io/2000").ImageVolume("data", "gcr.io/absent").Obj(),
+			nodes: []*v1.Node{node("node1", 2000), node("node2", 30)},
+			want:  map[string]int64{"node1": 49, "node2": 0},
 		},
 		{
 			name:  "init containers count",

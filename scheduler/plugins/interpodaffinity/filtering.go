@@ -117,6 +117,17 @@ func podMatchesAllAffinityTerms(terms []framework.AffinityTerm, pod *v1.Pod) boo
 	return true
 }
 
+// podMatchesAnyAffinityTerms reports whether pod matches at least one of
+// terms: one matching anti-affinity term is enough to reject a node.
+func podMatchesAnyAffinityTerms(terms []framework.AffinityTerm, pod *v1.Pod) bool {
+	for i := range terms {
+		if terms[i].Matches(pod, nil) {
+			return true
+		}
+	}
+	return false
+}
+
 // preFilterState is computed once per pod in PreFilter and read by Filter
 // on every node. AddPod/RemovePod update the counts on a clone.
 type preFilterState struct {

@@ -111,13 +111,17 @@ func getArgs(obj runtime.Object) (*configv1.InterPodAffinityArgs, error) {
 func (pl *interPodAffinity) Name() string { return Name }
 
 // EventsToRegister lists the events that can make a pod this plugin
-// rejected schedulable, with hints that drop the irrelevant ones.
+// rejected schedulable, with hints that drop the irrelevant ones; as
+// upstream 1.37, bound pods' changes and the pod's own label change are
+// separate registrations.
 func (pl *interPodAffinity) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		// Add: a pod matching the incoming pod's affinity may appear.
 		// UpdatePodLabel: a label change may start or stop a match.
 		// Delete: a pod the incoming pod (or whose anti-affinity) rejected may go.
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodChange},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodChange},
+		// The pod's own labels may take it out of an existing pod's anti-affinity.
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodLabel}, QueueingHintFn: pl.isSchedulableAfterTargetPodUpdateLabel},
 		// A node joining a domain, or changing domain, may satisfy affinity
 		// or leave an anti-affinity domain. Taints never matter to this plugin.
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
@@ -187,16 +191,17 @@ func (pl *interPodAffinity) namespaceLabels(logger klog.Logger, ns string) label
 	return labels.Merge(n.Labels, nil)
 }
 
-func (pl *interPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterTargetPodUpdateLabel always queues, as upstream 1.37:
+// some existing pod's anti-affinity may have matched the old labels only.
+func (*interPodAffinity) isSchedulableAfterTargetPodUpdateLabel(logger klog.Logger, pod *v1.Pod, _, _ any) (framework.QueueingHint, error) {
+	logger.V(5).Info("the target pod labels have changed and it may be schedulable now", "pod", klog.KObj(pod))
+	return framework.Queue, nil
+}
+
+func (pl *interPodAffinity) isSchedulableAfterAssignedPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	original, modified, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return framework.Queue, err
-	}
-	if modified != nil && original != nil && modified.UID == pod.UID {
-		// Only label updates are registered: the pod's own labels changed,
-		// which may take it out of some existing pod's anti-affinity.
-		logger.V(5).Info("The pod's own labels changed, it may be schedulable now", "pod", klog.KObj(pod))
-		return framework.Queue, nil
 	}
 	// Pods that are neither bound nor nominated take no part in the
 	// filter; binding or nominating them arrives as a separate event.
@@ -218,13 +223,14 @@ func (pl *interPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod 
 	switch {
 	case modified != nil && original != nil:
 		// A single existing pod must match all affinity terms, so a pod
-		// that starts matching all of them, or stops matching all the
-		// anti-affinity terms, may help.
+		// that starts matching all of them may help; any one anti-affinity
+		// term it matched rejected its domain, so it helps once it matches
+		// none (upstream 1.37; 1.36 asked for all of them).
 		if !podMatchesAllAffinityTerms(terms, original) && podMatchesAllAffinityTerms(terms, modified) {
 			logger.V(5).Info("A placed pod now matches the pod's affinity", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
 			return framework.Queue, nil
 		}
-		if podMatchesAllAffinityTerms(antiTerms, original) && !podMatchesAllAffinityTerms(antiTerms, modified) {
+		if podMatchesAnyAffinityTerms(antiTerms, original) && !podMatchesAnyAffinityTerms(antiTerms, modified) {
 			logger.V(5).Info("A placed pod no longer matches the pod's anti-affinity", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
 			return framework.Queue, nil
 		}
@@ -238,8 +244,9 @@ func (pl *interPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod 
 	}
 
 	// Deleted: it may have been the pod the anti-affinity avoided, or the
-	// pod whose anti-affinity rejected this one.
-	if podMatchesAllAffinityTerms(antiTerms, original) {
+	// pod whose anti-affinity rejected this one; one matching term is
+	// enough either way.
+	if podMatchesAnyAffinityTerms(antiTerms, original) {
 		logger.V(5).Info("A placed pod matching the pod's anti-affinity was deleted", "pod", klog.KObj(pod), "deletedPod", klog.KObj(original))
 		return framework.Queue, nil
 	}
@@ -247,7 +254,7 @@ func (pl *interPodAffinity) isSchedulableAfterPodChange(logger klog.Logger, pod 
 	if err != nil {
 		return framework.Queue, err
 	}
-	if podMatchesAllAffinityTerms(originalAntiTerms, pod) {
+	if podMatchesAnyAffinityTerms(originalAntiTerms, pod) {
 		logger.V(5).Info("A placed pod whose anti-affinity matched the pod was deleted", "pod", klog.KObj(pod), "deletedPod", klog.KObj(original))
 		return framework.Queue, nil
 	}

@@ -112,7 +112,8 @@ func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, st.NewSnapshot(nil, nil), nil)
 	got := st.RegisteredEvents(t, fwk, Name)
 	want := []framework.ClusterEvent{
-		{Resource: framework.Pod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete},
+		{Resource: framework.AssignedPod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete},
+		{Resource: framework.TargetPod, ActionType: framework.UpdatePodLabel},
 		{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -124,31 +125,46 @@ func TestIsSchedulableAfterPodChange(t *testing.T) {
 	term := st.PodAffinityTerm("app", "db", zoneKey)
 	withAffinity := st.MakePod().Name("p").PodAffinity(term).Obj()
 	withAnti := st.MakePod().Name("p").Label("app", "web").PodAntiAffinity(term).Obj()
+	// Two anti-affinity terms: an existing pod matching either one rejects a domain.
+	withTwoAnti := st.MakePod().Name("p").Label("app", "web").PodAntiAffinity(term).PodAntiAffinity(st.PodAffinityTerm("tier", "cache", zoneKey)).Obj()
 	db := st.MakePod().Name("db").Label("app", "db").Node("n1").Obj()
 	other := st.MakePod().Name("x").Label("app", "other").Node("n1").Obj()
+	assigned := func(a framework.ActionType) framework.ClusterEvent {
+		return framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: a}
+	}
+	targetLabel := framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodLabel}
 	tests := []struct {
 		name           string
 		pod            *v1.Pod
+		event          framework.ClusterEvent
 		oldObj, newObj any
 		want           framework.QueueingHint
 	}{
-		{name: "added pod matches affinity", pod: withAffinity, newObj: db, want: framework.Queue},
-		{name: "added pod does not match affinity", pod: withAffinity, newObj: other, want: framework.QueueSkip},
-		{name: "added pod is not placed", pod: withAffinity, newObj: st.MakePod().Name("db").Label("app", "db").Obj(), want: framework.QueueSkip},
-		{name: "nominated pod counts as placed", pod: withAffinity, newObj: st.MakePod().Name("db").Label("app", "db").NominatedNodeName("n1").Obj(), want: framework.Queue},
-		{name: "label update starts matching affinity", pod: withAffinity, oldObj: other, newObj: st.MakePod().Name("x").Label("app", "db").Node("n1").Obj(), want: framework.Queue},
-		{name: "label update stops matching anti-affinity", pod: withAnti, oldObj: db, newObj: st.MakePod().Name("db").Label("app", "x").Node("n1").Obj(), want: framework.Queue},
-		{name: "unrelated label update", pod: withAnti, oldObj: other, newObj: st.MakePod().Name("x").Label("app", "y").Node("n1").Obj(), want: framework.QueueSkip},
-		{name: "deleted pod matched anti-affinity", pod: withAnti, oldObj: db, want: framework.Queue},
-		{name: "deleted pod's anti-affinity matched the pod", pod: st.MakePod().Name("p").Label("app", "db").Obj(),
+		{name: "added pod matches affinity", pod: withAffinity, event: assigned(framework.Add), newObj: db, want: framework.Queue},
+		{name: "added pod does not match affinity", pod: withAffinity, event: assigned(framework.Add), newObj: other, want: framework.QueueSkip},
+		{name: "added pod is not placed", pod: withAffinity, event: assigned(framework.Add), newObj: st.MakePod().Name("db").Label("app", "db").Obj(), want: framework.QueueSkip},
+		{name: "nominated pod counts as placed", pod: withAffinity, event: assigned(framework.Add), newObj: st.MakePod().Name("db").Label("app", "db").NominatedNodeName("n1").Obj(), want: framework.Queue},
+		{name: "label update starts matching affinity", pod: withAffinity, event: assigned(framework.UpdatePodLabel), oldObj: other, newObj: st.MakePod().Name("x").Label("app", "db").Node("n1").Obj(), want: framework.Queue},
+		{name: "label update stops matching anti-affinity", pod: withAnti, event: assigned(framework.UpdatePodLabel), oldObj: db, newObj: st.MakePod().Name("db").Label("app", "x").Node("n1").Obj(), want: framework.Queue},
+		// Upstream 1.37: matching any anti-affinity term counts (1.36 required all, and skipped these).
+		{name: "label update stops matching one of two anti-affinity terms", pod: withTwoAnti, event: assigned(framework.UpdatePodLabel), oldObj: db, newObj: st.MakePod().Name("db").Label("app", "x").Node("n1").Obj(), want: framework.Queue},
+		{name: "deleted pod matched one of two anti-affinity terms", pod: withTwoAnti, event: assigned(framework.Delete), oldObj: db, want: framework.Queue},
+		{name: "deleted pod's anti-affinity terms: the pod matched one of two", pod: st.MakePod().Name("p").Label("app", "db").Obj(), event: assigned(framework.Delete),
+			oldObj: st.MakePod().Name("e").Node("n1").PodAntiAffinity(term).PodAntiAffinity(st.PodAffinityTerm("tier", "cache", zoneKey)).Obj(), want: framework.Queue},
+		{name: "unrelated label update", pod: withAnti, event: assigned(framework.UpdatePodLabel), oldObj: other, newObj: st.MakePod().Name("x").Label("app", "y").Node("n1").Obj(), want: framework.QueueSkip},
+		{name: "deleted pod matched anti-affinity", pod: withAnti, event: assigned(framework.Delete), oldObj: db, want: framework.Queue},
+		{name: "deleted pod's anti-affinity matched the pod", pod: st.MakePod().Name("p").Label("app", "db").Obj(), event: assigned(framework.Delete),
 			oldObj: st.MakePod().Name("e").Node("n1").PodAntiAffinity(term).Obj(), want: framework.Queue},
-		{name: "deleted unrelated pod", pod: withAnti, oldObj: other, want: framework.QueueSkip},
-		{name: "own label update", pod: withAffinity, oldObj: withAffinity, newObj: st.MakePod().Name("p").Label("a", "b").PodAffinity(term).Obj(), want: framework.Queue},
+		{name: "deleted unrelated pod", pod: withAnti, event: assigned(framework.Delete), oldObj: other, want: framework.QueueSkip},
+		{name: "own label update", pod: withAffinity, event: targetLabel, oldObj: withAffinity, newObj: st.MakePod().Name("p").Label("a", "b").PodAffinity(term).Obj(), want: framework.Queue},
+		// Upstream 1.37 registers AssignedPod and TargetPod events only.
+		{name: "another pending pod's labels are not registered", pod: withAnti, event: framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodLabel},
+			oldObj: st.MakePod().Name("db").Label("app", "db").NominatedNodeName("n1").Obj(), newObj: st.MakePod().Name("db").Label("app", "x").NominatedNodeName("n1").Obj(), want: framework.QueueSkip},
 	}
-	pl := &interPodAffinity{}
+	fwk := newFramework(t, st.NewSnapshot(nil, nil), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := pl.isSchedulableAfterPodChange(klog.Background(), tt.pod, tt.oldObj, tt.newObj)
+			got, err := st.QueueingHint(t.Context(), fwk, Name, tt.event, tt.pod, tt.oldObj, tt.newObj)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -144,6 +144,19 @@ func TestScore(t *testing.T) {
 			want: map[string]int64{"n1": 0, "n2": 0, "n3": 100, "n4": 0},
 		},
 		{
+			// Upstream 1.37.2 merges the selector into the namespaces for
+			// preferred terms too; 1.36 kept it and matched it against no
+			// labels, so here it also counted db1 in ns-a.
+			name: "the pod's preferred terms with a namespace selector matching label-less namespaces",
+			pod: st.MakePod().Name("p").PreferredPodAffinity(1, withNamespaceSelector(db,
+				&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a"}}}})).Obj(),
+			existing: []*v1.Pod{
+				st.MakePod().Name("db1").Namespace("ns-a").Label("app", "db").Node("n1").Obj(),
+				st.MakePod().Name("db3").Namespace("ns-b").Label("app", "db").Node("n3").Obj(),
+			},
+			want: map[string]int64{"n1": 0, "n2": 0, "n3": 100, "n4": 0},
+		},
+		{
 			name: "terms whose topology key no node has score nothing",
 			pod:  st.MakePod().Name("p").PreferredPodAffinity(1, st.PodAffinityTerm("app", "db", "missing")).Obj(),
 			existing: []*v1.Pod{

@@ -1,12 +1,22 @@
 // Package nodedeclaredfeatures provides NodeDeclaredFeatures, the PreFilter
 // and Filter plugin that keeps a pod off nodes whose kubelet does not declare
 // (in node.status.declaredFeatures) a feature the pod needs, as
-// kube-scheduler 1.36 does with its NodeDeclaredFeatures gate on by default.
+// kube-scheduler 1.37 does with its NodeDeclaredFeatures gate (GA, locked on).
 //
 // What a pod needs is inferred by k8s.io/component-helpers/nodedeclaredfeatures,
-// the library kube-scheduler and the kubelet share, over the features
-// kube-scheduler 1.36.3 knows (Features). The library release we build with
-// knows more; inferring over all of them would reject pods that 1.36.3 places.
+// the library kube-scheduler and the kubelet share, over its registry of
+// features (ndf.DefaultFramework, as upstream): the release we build with,
+// v0.37.2, is the one kube-scheduler 1.37.2 is built with. Of its features,
+// three can be needed to schedule a pod: RestartAllContainersOnContainerExits
+// (a container restart rule with action RestartAllContainers),
+// UserNamespacesHostNetworkSupport (hostNetwork with hostUsers false) and
+// VolumeBindMountOptions (a volume mount with bindMountOptions); the
+// in-place resize features are checked by the kubelet when a pod is updated,
+// and the others concern no pod at this point.
+//
+// Upstream 1.37 also lets a pod whose in-place resize was deferred pass,
+// behind InPlacePodVerticalScalingSchedulerPreemption, an alpha gate off by
+// default; with the default gates it never applies, and it is not built.
 package nodedeclaredfeatures
 
 import (
@@ -17,10 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -36,35 +42,19 @@ const (
 	preFilterStateKey framework.StateKey = "PreFilter" + Name
 
 	// targetVersion is the kube-scheduler release whose inference the
-	// plugin follows; the library leaves out a feature for releases past
-	// the feature's MaxVersion (none of Features has one).
-	targetVersion = "1.36.3"
+	// plugin follows (upstream passes its own binary's version); the
+	// library leaves out a feature for releases past the feature's
+	// MaxVersion (none of 1.37.2's features has one).
+	targetVersion = "1.37.2"
 )
-
-// Features returns the node features kube-scheduler 1.36.3 knows: the
-// registry of the component-helpers release it is built with (v0.36.3).
-// Of these, only RestartAllContainersOnContainerExits (a container restart
-// rule with action RestartAllContainers) and UserNamespacesHostNetworkSupport
-// (hostNetwork with hostUsers false) are ever needed to schedule a pod; the
-// in-place resize features are checked by the kubelet when a pod is
-// updated, and ExtendWebSocketsToKubelet concerns no pod. The slice is new
-// on every call: ndf.New sorts it in place.
-func Features() []ndf.Feature {
-	return []ndf.Feature{
-		restartallcontainers.Feature,
-		inplacepodresize.PodLevelResourcesResizeFeature,
-		extendwebsocketstokubelet.Feature,
-		inplacepodresize.NonSidecarInitContainerResizeFeature,
-		usernamespaceshostnetwork.Feature,
-	}
-}
 
 type nodeDeclaredFeatures struct {
 	// rejected is the reasons of every rejection, shared to save an
 	// allocation per rejected node; a Status never writes into its
 	// reasons in place.
 	rejected []string
-	// features infers what a pod needs; immutable once built.
+	// features infers what a pod needs; the library's registry, never
+	// written after its package is initialised.
 	features *ndf.Framework
 	version  *version.Version
 }
@@ -77,7 +67,7 @@ var (
 
 // New returns the plugin; it takes no args.
 func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	return &nodeDeclaredFeatures{rejected: []string{ErrReason}, features: ndf.New(Features()), version: version.MustParse(targetVersion)}, nil
+	return &nodeDeclaredFeatures{rejected: []string{ErrReason}, features: ndf.DefaultFramework, version: version.MustParse(targetVersion)}, nil
 }
 
 func (*nodeDeclaredFeatures) Name() string { return Name }
@@ -116,7 +106,7 @@ func (pl *nodeDeclaredFeatures) PreFilter(_ context.Context, state *framework.Cy
 func (*nodeDeclaredFeatures) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter rejects a node that does not declare every feature the pod needs.
-// Names the node declares that 1.36.3 does not know are ignored, as
+// Names the node declares that 1.37.2 does not know are ignored, as
 // upstream's mapping of them does. Evicting pods never adds a feature,
 // hence UnschedulableAndUnresolvable.
 func (pl *nodeDeclaredFeatures) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
@@ -139,11 +129,12 @@ func (pl *nodeDeclaredFeatures) Filter(ctx context.Context, state *framework.Cyc
 
 // EventsToRegister: a node added, or one whose declared features change (a
 // kubelet upgraded or reconfigured), may now declare what the pod needs; an
-// update of the pod itself may change what it needs.
+// update of the pod itself (a TargetPod event, as upstream 1.37) may change
+// what it needs.
 func (pl *nodeDeclaredFeatures) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeDeclaredFeature}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.Update}, QueueingHintFn: pl.isSchedulableAfterTargetPodUpdate},
 	}, nil
 }
 
@@ -163,16 +154,15 @@ func (*nodeDeclaredFeatures) isSchedulableAfterNodeChange(logger klog.Logger, po
 	return framework.Queue, nil
 }
 
-// isSchedulableAfterPodUpdate queues the pod when an update of the pod
-// itself changes the features it needs; updates of other pods never matter.
-func (pl *nodeDeclaredFeatures) isSchedulableAfterPodUpdate(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterTargetPodUpdate queues the pod when its update changes
+// the features it needs. As upstream 1.37 it does not check whose update it
+// was: the queue offers TargetPod events to the updated pod only (except
+// when it replays them to every pod in flight, where upstream does not
+// check either).
+func (pl *nodeDeclaredFeatures) isSchedulableAfterTargetPodUpdate(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	original, modified, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return framework.Queue, err
-	}
-	if modified.UID != pod.UID {
-		logger.V(5).Info("Another pod was updated", "pod", klog.KObj(pod), "updatedPod", klog.KObj(modified))
-		return framework.QueueSkip, nil
 	}
 	before, err := pl.required(&original.Spec)
 	if err != nil {

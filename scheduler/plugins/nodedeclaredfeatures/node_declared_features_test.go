@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -18,6 +19,7 @@ import (
 const (
 	restartAll    = "RestartAllContainersOnContainerExits"
 	userNSHostNet = "UserNamespacesHostNetworkSupport"
+	mountOptions  = "VolumeBindMountOptions"
 	webSockets    = "ExtendWebSocketsToKubelet"
 )
 
@@ -31,7 +33,7 @@ func TestNodeDeclaredFeatures(t *testing.T) {
 		st.MakeNode().Name("none").Obj(),
 		st.MakeNode().Name("restart").DeclaredFeatures(webSockets, restartAll).Obj(),
 		st.MakeNode().Name("userns").DeclaredFeatures(userNSHostNet).Obj(),
-		st.MakeNode().Name("both").DeclaredFeatures(restartAll, "SomeFutureFeature", userNSHostNet).Obj(),
+		st.MakeNode().Name("all").DeclaredFeatures(restartAll, "SomeFutureFeature", userNSHostNet, mountOptions).Obj(),
 	}
 	rejected := framework.NewStatus(framework.UnschedulableAndUnresolvable, nodedeclaredfeatures.ErrReason).WithPlugin(nodedeclaredfeatures.Name)
 	tests := []struct {
@@ -44,12 +46,12 @@ func TestNodeDeclaredFeatures(t *testing.T) {
 			name:       "a pod needing nothing skips Filter",
 			pod:        st.MakePod().Name("p").Container("img").Obj(),
 			wantSkip:   true,
-			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "all": nil},
 		},
 		{
 			name:       "a rule restarting all containers needs RestartAllContainersOnContainerExits",
 			pod:        st.MakePod().Name("p").RestartAllContainersOn(42).Obj(),
-			wantFilter: map[string]*framework.Status{"none": rejected, "restart": nil, "userns": rejected, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": nil, "userns": rejected, "all": nil},
 		},
 		{
 			name: "so does such a rule on an init container",
@@ -58,7 +60,7 @@ func TestNodeDeclaredFeatures(t *testing.T) {
 				p.Spec.InitContainers, p.Spec.Containers = p.Spec.Containers[1:], p.Spec.Containers[:1]
 				return p
 			}(),
-			wantFilter: map[string]*framework.Status{"none": rejected, "restart": nil, "userns": rejected, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": nil, "userns": rejected, "all": nil},
 		},
 		{
 			name: "a rule that restarts only its container needs nothing",
@@ -68,35 +70,58 @@ func TestNodeDeclaredFeatures(t *testing.T) {
 				return p
 			}(),
 			wantSkip:   true,
-			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "all": nil},
 		},
 		{
 			name:       "host network in a user namespace needs UserNamespacesHostNetworkSupport",
 			pod:        st.MakePod().Name("p").Container("img").HostNetwork(true).HostUsers(false).Obj(),
-			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": nil, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": nil, "all": nil},
 		},
 		{
 			name:       "host network with host users needs nothing",
 			pod:        st.MakePod().Name("p").Container("img").HostNetwork(true).Obj(),
 			wantSkip:   true,
-			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "all": nil},
 		},
 		{
 			name:       "every feature must be declared",
 			pod:        st.MakePod().Name("p").RestartAllContainersOn(42).HostNetwork(true).HostUsers(false).Obj(),
-			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": rejected, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": rejected, "all": nil},
 		},
 		{
-			// kube-scheduler 1.37 requires VolumeBindMountOptions of a
-			// pod with bind mount options; 1.36.3 does not know it.
-			name: "a feature 1.36.3 does not know is not required",
+			// 1.36.3 did not know VolumeBindMountOptions; 1.37.2 requires
+			// it, and its kubelets declare it only with the alpha
+			// VolumeBindMountOptions gate on.
+			name: "bind mount options need VolumeBindMountOptions",
 			pod: func() *v1.Pod {
 				p := st.MakePod().Name("p").Container("img").Obj()
 				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", BindMountOptions: []string{"nosuid"}}}
 				return p
 			}(),
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": rejected, "all": nil},
+		},
+		{
+			name: "so do bind mount options of an init container",
+			pod: func() *v1.Pod {
+				p := st.MakePod().Name("p").InitContainer("init").Container("img").Obj()
+				p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", BindMountOptions: []string{"noexec"}}}
+				return p
+			}(),
+			wantFilter: map[string]*framework.Status{"none": rejected, "restart": rejected, "userns": rejected, "all": nil},
+		},
+		{
+			// A memory-backed emptyDir resize needs
+			// InPlacePodVerticalScalingMemoryBackedVolumes on update
+			// only, never to schedule.
+			name: "a memory-backed volume needs nothing to schedule",
+			pod: func() *v1.Pod {
+				p := st.MakePod().Name("p").Container("img").Obj()
+				size := resource.MustParse("1Gi")
+				p.Spec.Volumes = []v1.Volume{{Name: "shm", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}}}
+				return p
+			}(),
 			wantSkip:   true,
-			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "both": nil},
+			wantFilter: map[string]*framework.Status{"none": nil, "restart": nil, "userns": nil, "all": nil},
 		},
 	}
 	for _, tt := range tests {
@@ -140,7 +165,7 @@ func TestNodeDeclaredFeaturesEvents(t *testing.T) {
 	fwk := newFramework(t, nil)
 	wantEvents := []framework.ClusterEvent{
 		{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeDeclaredFeature},
-		{Resource: framework.Pod, ActionType: framework.Update},
+		{Resource: framework.TargetPod, ActionType: framework.Update},
 	}
 	if diff := cmp.Diff(wantEvents, st.RegisteredEvents(t, fwk, nodedeclaredfeatures.Name)); diff != "" {
 		t.Errorf("registered events (-want +got):\n%s", diff)
@@ -156,8 +181,8 @@ func TestNodeDeclaredFeaturesEvents(t *testing.T) {
 
 	nodeAdd := framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}
 	featuresChanged := framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeDeclaredFeature}
-	podUpdate := framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Update}
-	podRelabelled := framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodLabel}
+	podUpdate := framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.Update}
+	podRelabelled := framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodLabel}
 	tests := []struct {
 		name   string
 		event  framework.ClusterEvent
@@ -172,7 +197,9 @@ func TestNodeDeclaredFeaturesEvents(t *testing.T) {
 		{"node relabelled", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel}, st.MakeNode().Name("n").Obj(), st.MakeNode().Name("n").Label("a", "b").Obj(), framework.QueueSkip},
 		{"the pod no longer needs a feature", podUpdate, pod, restartOnly, framework.Queue},
 		{"the pod needs the same features", podRelabelled, pod, relabelled, framework.QueueSkip},
-		{"another pod's needs changed", podUpdate, other, otherNowNeedsOne, framework.QueueSkip},
+		// Upstream 1.37 registers TargetPod only: other pending pods'
+		// updates are not its events.
+		{"another pending pod's needs changed", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Update}, other, otherNowNeedsOne, framework.QueueSkip},
 		{"a bound pod was updated", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Update}, other, other, framework.QueueSkip},
 		{"a pod was deleted", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, other, nil, framework.QueueSkip},
 	}

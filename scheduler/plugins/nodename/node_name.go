@@ -1,5 +1,6 @@
-// Package nodename provides NodeName, the Filter plugin that keeps a pod
-// whose spec.nodeName is set on that node only, as kube-scheduler does.
+// Package nodename provides NodeName, the PreFilter and Filter plugin that
+// keeps a pod whose spec.nodeName is set on that node only, as
+// kube-scheduler 1.37.2 does.
 package nodename
 
 import (
@@ -7,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -27,6 +29,7 @@ type nodeName struct {
 }
 
 var (
+	_ framework.PreFilterPlugin   = (*nodeName)(nil)
 	_ framework.FilterPlugin      = (*nodeName)(nil)
 	_ framework.EnqueueExtensions = (*nodeName)(nil)
 )
@@ -37,6 +40,21 @@ func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plu
 }
 
 func (*nodeName) Name() string { return Name }
+
+// PreFilter narrows the nodes of a pod with spec.nodeName to that node, as
+// upstream 1.37: the others are UnschedulableAndUnresolvable without
+// running Filter, so preemption never considers them, and a NodeAffinity
+// matchFields naming another node is a PreFilter rejection. A pod without
+// spec.nodeName gets no result (not Skip: Filter still runs, as upstream).
+func (*nodeName) PreFilter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	if pod.Spec.NodeName != "" {
+		return &framework.PreFilterResult{NodeNames: sets.New(pod.Spec.NodeName)}, nil
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the result does not depend on other pods.
+func (*nodeName) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter rejects every node but spec.nodeName. Preemption cannot change a
 // node's name, hence UnschedulableAndUnresolvable.

@@ -96,17 +96,18 @@ func fitsPorts(want []v1.ContainerPort, inUse framework.HostPortInfo) bool {
 	return true
 }
 
-// EventsToRegister: ports are freed when a pod on a node goes away, and a
-// new node has all its ports free. Container ports are immutable, so pod
-// updates never matter.
+// EventsToRegister: ports are freed when a pod on a node goes away (an
+// AssignedPod event, as upstream 1.37 registers it; a deleted pod holding a
+// nomination is reported as one too), and a new node has all its ports
+// free. Container ports are immutable, so pod updates never matter.
 func (pl *nodePorts) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodDeleted},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
 	}, nil
 }
 
-func (*nodePorts) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, _ any) (framework.QueueingHint, error) {
+func (*nodePorts) isSchedulableAfterAssignedPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, _ any) (framework.QueueingHint, error) {
 	deleted, _, err := helper.As[*v1.Pod](oldObj, nil)
 	if err != nil {
 		return framework.Queue, err

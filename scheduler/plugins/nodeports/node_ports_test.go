@@ -142,6 +142,10 @@ func TestNodePortsEvents(t *testing.T) {
 		{"deleted pod held the port", podDelete, st.MakePod().Name("x").Node("n").HostPort("", v1.ProtocolTCP, 80).Obj(), nil, framework.Queue},
 		{"deleted pod held another port", podDelete, st.MakePod().Name("x").Node("n").HostPort("", v1.ProtocolTCP, 81).Obj(), nil, framework.QueueSkip},
 		{"deleted pod was not scheduled", podDelete, st.MakePod().Name("x").HostPort("", v1.ProtocolTCP, 80).Obj(), nil, framework.QueueSkip},
+		{"deleted nominated pod held the port", podDelete, st.MakePod().Name("x").NominatedNodeName("n").HostPort("", v1.ProtocolTCP, 80).Obj(), nil, framework.Queue},
+		// Upstream 1.37 registers AssignedPod/Delete only.
+		{"unscheduled pod delete is not registered", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Delete},
+			st.MakePod().Name("x").Node("n").HostPort("", v1.ProtocolTCP, 80).Obj(), nil, framework.QueueSkip},
 		{"node added", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, nil, st.MakeNode().Name("n").Obj(), framework.Queue},
 		{"node updated", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel}, st.MakeNode().Name("n").Obj(), st.MakeNode().Name("n").Obj(), framework.QueueSkip},
 	}

@@ -105,7 +105,7 @@ func (s *preFilterState) empty() bool {
 // PreFilter computes the pod's requests once per cycle: the max of each
 // init container (sidecars accumulate) and the sum of the containers,
 // plus overhead, or the pod-level requests where set (PodLevelResources is
-// on by default in 1.36).
+// on by default in 1.37).
 func (pl *fit) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	state.Write(preFilterStateKey, pl.computeRequests(pod))
 	return nil, nil
@@ -232,45 +232,65 @@ func (pl *fit) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod
 func (*fit) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // EventsToRegister: room appears when a pod on a node is deleted or
-// scaled down, or when a node is added or its allocatable grows.
+// scaled down, or when a node is added or its allocatable grows; the pod's
+// own scale-down may make it fit. Registered as upstream 1.37 with its
+// default gates: AssignedPod and TargetPod events (UpdatePodScaleUp only
+// matters behind InPlacePodVerticalScalingSchedulerPreemption, alpha, off).
 func (pl *fit) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete | framework.UpdatePodScaleDown}, QueueingHintFn: pl.isSchedulableAfterPodEvent},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodDelete},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodScaleDown}, QueueingHintFn: pl.isSchedulableAfterAssignedPodScaleDown},
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodScaleDown}, QueueingHintFn: pl.isSchedulableAfterTargetPodScaleDown},
 	}, nil
 }
 
-// scaleDownOptions follow the 1.36 defaults: in-place resize is GA and
+// scaleDownOptions follow the 1.37 defaults: in-place resize is GA and
 // in-place pod-level resize is beta (on), so a running pod's actual
 // resources come from its status.
 var scaleDownOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
 
-func (pl *fit) isSchedulableAfterPodEvent(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterAssignedPodDelete skips a deleted pod that held no
+// resources: neither bound nor nominated (a nominated pod's deletion is
+// reported as an AssignedPod event).
+func (pl *fit) isSchedulableAfterAssignedPodDelete(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+	deleted, _, err := helper.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
+	}
+	if deleted.Spec.NodeName == "" && deleted.Status.NominatedNodeName == "" {
+		logger.V(5).Info("the deleted pod was unscheduled and it wouldn't make the unscheduled pod schedulable", "pod", klog.KObj(pod), "deletedPod", klog.KObj(deleted))
+		return framework.QueueSkip, nil
+	}
+	logger.V(5).Info("another scheduled pod was deleted, and it may make the unscheduled pod schedulable", "pod", klog.KObj(pod), "deletedPod", klog.KObj(deleted))
+	return framework.Queue, nil
+}
+
+// isSchedulableAfterTargetPodScaleDown always queues: the pod asks for
+// less than it did when it was rejected.
+func (*fit) isSchedulableAfterTargetPodScaleDown(logger klog.Logger, pod *v1.Pod, _, _ any) (framework.QueueingHint, error) {
+	logger.V(5).Info("the target pod got scaled down and it may be schedulable now", "pod", klog.KObj(pod))
+	return framework.Queue, nil
+}
+
+// isSchedulableAfterAssignedPodScaleDown queues when a bound pod gave back
+// some resource the pod requests.
+func (pl *fit) isSchedulableAfterAssignedPodScaleDown(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	original, modified, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return framework.Queue, err
 	}
-	if modified == nil {
-		if original.Spec.NodeName == "" && original.Status.NominatedNodeName == "" {
-			// An unscheduled pod held no resources.
-			return framework.QueueSkip, nil
-		}
-		logger.V(5).Info("A scheduled pod was deleted, the pod may fit now", "pod", klog.KObj(pod), "deletedPod", klog.KObj(original))
-		return framework.Queue, nil
-	}
 	if !scaledDownForPod(pod, original, modified) {
+		logger.V(5).Info("pod got scaled down, but the modification isn't related to the resource requests of the target pod", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
 		return framework.QueueSkip, nil
 	}
-	logger.V(5).Info("A pod was scaled down, the pod may fit now", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
+	logger.V(5).Info("another scheduled pod got scaled down, and it may make the unscheduled pod schedulable", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
 	return framework.Queue, nil
 }
 
 // scaledDownForPod reports whether modified, compared to original, frees
-// some resource that target requests. The target's own scale-down counts.
+// some resource that target requests; an unbound pod frees nothing.
 func scaledDownForPod(target, original, modified *v1.Pod) bool {
-	if modified.UID == target.UID {
-		return true
-	}
 	if modified.Spec.NodeName == "" {
 		return false
 	}

@@ -130,6 +130,14 @@ func TestFitFilter(t *testing.T) {
 			want: status(framework.Unschedulable, "Insufficient example.com/aaa"),
 		},
 		{
+			// Upstream 1.37 added a "request > 0" guard here, which only
+			// matters behind InPlacePodVerticalScalingSchedulerPreemption
+			// (alpha, off): a zero request already passed in 1.36.
+			name: "a zero extended request fits an overcommitted node",
+			pod:  st.MakePod().Name("p").Req(res{v1.ResourceCPU: "1", extended: "0"}).Obj(),
+			used: res{extended: "6"},
+		},
+		{
 			name: "extended resource the node does not have",
 			pod:  st.MakePod().Name("p").Req(res{"example.com/bbb": "1"}).Obj(),
 			want: status(framework.UnschedulableAndUnresolvable, "Insufficient example.com/bbb"),
@@ -578,7 +586,17 @@ func TestFitEvents(t *testing.T) {
 		want           framework.QueueingHint
 	}{
 		{"scheduled pod deleted", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, scheduled, nil, framework.Queue},
-		{"unscheduled pod deleted", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Delete}, st.MakePod().Name("o").Obj(), nil, framework.QueueSkip},
+		{"nominated pod deleted", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, st.MakePod().Name("o").NominatedNodeName("n").Obj(), nil, framework.Queue},
+		{"pod neither bound nor nominated deleted", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, st.MakePod().Name("o").Obj(), nil, framework.QueueSkip},
+		// Upstream 1.37 registers AssignedPod and TargetPod events only.
+		{"unscheduled pod delete is not registered", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Delete}, st.MakePod().Name("o").NominatedNodeName("n").Obj(), nil, framework.QueueSkip},
+		{"another pending pod scaled down is not registered", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodScaleDown},
+			st.MakePod().Name("o").Req(res{v1.ResourceCPU: "2"}).Obj(), st.MakePod().Name("o").Req(res{v1.ResourceCPU: "1"}).Obj(), framework.QueueSkip},
+		{"the pod itself scaled down", framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodScaleDown},
+			pod, st.MakePod().Name("p").Req(res{v1.ResourceCPU: "1"}).Obj(), framework.Queue},
+		{"the pod itself scaled up is not registered", framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodScaleUp},
+			pod, st.MakePod().Name("p").Req(res{v1.ResourceCPU: "3"}).Obj(), framework.QueueSkip},
+		{"a bound pod scaled up is not registered", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodScaleUp}, scaledDown, scheduled, framework.QueueSkip},
 		{"pod scaled down on cpu", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodScaleDown}, scheduled, scaledDown, framework.Queue},
 		{"pod scaled down on a resource not requested", framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodScaleDown},
 			st.MakePod().Name("o").Node("n").Req(res{v1.ResourceCPU: "2", v1.ResourceMemory: "2"}).Obj(), memScaledDown, framework.QueueSkip},

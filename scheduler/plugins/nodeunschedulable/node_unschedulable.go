@@ -28,7 +28,7 @@ const (
 var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
 
 // enableComparisonOperators follows the TaintTolerationComparisonOperators
-// feature gate, alpha and off in Kubernetes 1.36.
+// feature gate, alpha and off in Kubernetes 1.37.
 const enableComparisonOperators = false
 
 type nodeUnschedulable struct {
@@ -39,6 +39,7 @@ type nodeUnschedulable struct {
 }
 
 var (
+	_ framework.PreFilterPlugin   = (*nodeUnschedulable)(nil)
 	_ framework.FilterPlugin      = (*nodeUnschedulable)(nil)
 	_ framework.EnqueueExtensions = (*nodeUnschedulable)(nil)
 )
@@ -49,6 +50,18 @@ func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plu
 }
 
 func (*nodeUnschedulable) Name() string { return Name }
+
+// PreFilter does nothing. Upstream 1.37 added it to skip the plugin for a
+// bound pod whose resize is deferred, behind the
+// InPlacePodVerticalScalingSchedulerPreemption gate (alpha, off); having it
+// keeps the plugin at PreFilter in the expanded default profile and lets a
+// 1.37 profile that enables it there explicitly load unchanged.
+func (*nodeUnschedulable) PreFilter(context.Context, *framework.CycleState, *v1.Pod, []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: PreFilter keeps no state.
+func (*nodeUnschedulable) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter rejects a cordoned node unless the pod tolerates it. Preemption
 // cannot uncordon a node, hence UnschedulableAndUnresolvable.
@@ -72,11 +85,12 @@ func tolerates(logger klog.Logger, pod *v1.Pod) bool {
 }
 
 // EventsToRegister: a node that is added schedulable or uncordoned, or the
-// pod gaining the toleration, can make the pod schedulable.
+// pod gaining the toleration (its own update, a TargetPod event as upstream
+// 1.37), can make the pod schedulable.
 func (pl *nodeUnschedulable) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.UpdatePodToleration}, QueueingHintFn: pl.isSchedulableAfterPodTolerationChange},
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration}, QueueingHintFn: pl.isSchedulableAfterTargetPodTolerationChange},
 	}, nil
 }
 
@@ -93,15 +107,21 @@ func (*nodeUnschedulable) isSchedulableAfterNodeChange(logger klog.Logger, pod *
 	return framework.QueueSkip, nil
 }
 
-func (*nodeUnschedulable) isSchedulableAfterPodTolerationChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterTargetPodTolerationChange does not compare UIDs: the
+// queue offers TargetPod events to the updated pod only, except when it
+// replays them to every pod in flight, where upstream 1.37 does not check
+// either.
+func (*nodeUnschedulable) isSchedulableAfterTargetPodTolerationChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	_, modified, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return framework.Queue, err
 	}
 	// Tolerations can only be added, so the pod did not tolerate the taint
 	// before (it would not have been rejected otherwise).
-	if modified.UID == pod.UID && tolerates(logger, modified) {
+	if tolerates(logger, modified) {
+		logger.V(5).Info("a new toleration is added for the unschedulable Pod, and it may make it schedulable", "pod", klog.KObj(modified))
 		return framework.Queue, nil
 	}
+	logger.V(5).Info("a new toleration is added for the unschedulable Pod, but it's an unrelated toleration", "pod", klog.KObj(modified))
 	return framework.QueueSkip, nil
 }

@@ -81,6 +81,7 @@ func TestNodeUnschedulableEvents(t *testing.T) {
 	tolerating := st.MakePod().Name("p").Toleration(v1.TaintNodeUnschedulable, v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).Obj()
 	cordoned := st.MakeNode().Name("n").Unschedulable(true).Obj()
 	ready := st.MakeNode().Name("n").Obj()
+	targetToleration := framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration}
 	tests := []struct {
 		name           string
 		event          framework.ClusterEvent
@@ -91,9 +92,12 @@ func TestNodeUnschedulableEvents(t *testing.T) {
 		{"node added cordoned", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, nil, cordoned, framework.QueueSkip},
 		{"node uncordoned", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeTaint}, cordoned, ready, framework.Queue},
 		{"node cordoned", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeTaint}, ready, cordoned, framework.QueueSkip},
-		{"pod gains the toleration", framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.UpdatePodToleration}, pod, tolerating, framework.Queue},
-		{"pod gains another toleration", framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.UpdatePodToleration}, pod,
+		{"pod gains the toleration", targetToleration, pod, tolerating, framework.Queue},
+		{"pod gains another toleration", targetToleration, pod,
 			st.MakePod().Name("p").Toleration("x", v1.TolerationOpExists, "", "").Obj(), framework.QueueSkip},
+		// Upstream 1.37 registers TargetPod only: other pending pods' updates are not its events.
+		{"another pending pod gains the toleration", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodToleration},
+			st.MakePod().Name("q").Obj(), st.MakePod().Name("q").Toleration(v1.TaintNodeUnschedulable, v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).Obj(), framework.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -39,12 +40,13 @@ const (
 // csiLimits is the plugin. Its fields are set in New and read-only
 // afterwards, so concurrent cycles share it without locks.
 type csiLimits struct {
-	csiNodeLister storagelisters.CSINodeLister
-	pvLister      corelisters.PersistentVolumeLister
-	pvcLister     corelisters.PersistentVolumeClaimLister
-	scLister      storagelisters.StorageClassLister
-	vaIndexer     cache.Indexer
-	translator    csitrans.CSITranslator
+	csiNodeLister   storagelisters.CSINodeLister
+	csiDriverLister storagelisters.CSIDriverLister
+	pvLister        corelisters.PersistentVolumeLister
+	pvcLister       corelisters.PersistentVolumeClaimLister
+	scLister        storagelisters.StorageClassLister
+	vaIndexer       cache.Indexer
+	translator      csitrans.CSITranslator
 
 	// unboundPrefix starts the handle made up for a PVC that is not bound
 	// yet, so that it cannot collide with a real volume handle. Should the
@@ -60,7 +62,7 @@ var (
 )
 
 // New builds the plugin; it takes no args. It registers the CSINode,
-// PersistentVolume, PersistentVolumeClaim, StorageClass and
+// CSIDriver, PersistentVolume, PersistentVolumeClaim, StorageClass and
 // VolumeAttachment informers with the handle's factory and adds the
 // node-name index to the VolumeAttachment informer.
 func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
@@ -77,13 +79,14 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 		}
 	}
 	return &csiLimits{
-		csiNodeLister: f.Storage().V1().CSINodes().Lister(),
-		pvLister:      f.Core().V1().PersistentVolumes().Lister(),
-		pvcLister:     f.Core().V1().PersistentVolumeClaims().Lister(),
-		scLister:      f.Storage().V1().StorageClasses().Lister(),
-		vaIndexer:     vaInformer.GetIndexer(),
-		translator:    csitrans.New(),
-		unboundPrefix: rand.String(32),
+		csiNodeLister:   f.Storage().V1().CSINodes().Lister(),
+		csiDriverLister: f.Storage().V1().CSIDrivers().Lister(),
+		pvLister:        f.Core().V1().PersistentVolumes().Lister(),
+		pvcLister:       f.Core().V1().PersistentVolumeClaims().Lister(),
+		scLister:        f.Storage().V1().StorageClasses().Lister(),
+		vaIndexer:       vaInformer.GetIndexer(),
+		translator:      csitrans.New(),
+		unboundPrefix:   rand.String(32),
 	}, nil
 }
 
@@ -113,7 +116,13 @@ func (s volumeSet) add(driver, handle string) { s[volumeKey{driver, handle}] = s
 // that makes the pod unschedulable.
 type podVolumes struct {
 	volumes volumeSet
-	err     error
+	// required are the drivers of volumes, in name order, whose CSIDriver
+	// sets preventPodSchedulingIfMissing: each node's CSINode must list
+	// them. driverErr is the error of the first CSIDriver lookup that
+	// failed; the drivers after it were not looked up.
+	required  []string
+	driverErr error
+	err       error
 }
 
 // preFilterState holds the incoming pod's volumes resolved once per cycle.
@@ -158,10 +167,43 @@ func (pl *csiLimits) resolveNewPod(logger klog.Logger, pod *v1.Pod) *preFilterSt
 	}
 	s.withCSINode.err = pl.attachableVolumes(logger, pod, true, true, nil, s.withCSINode.volumes)
 	s.withoutCSINode.err = pl.attachableVolumes(logger, pod, false, true, nil, s.withoutCSINode.volumes)
+	pl.requireDrivers(&s.withCSINode)
+	pl.requireDrivers(&s.withoutCSINode)
 	return s
 }
 
-// Filter checks every driver the pod uses against the node's limit for it.
+// requireDrivers looks up, once per cycle rather than per node, the
+// CSIDrivers of v's volumes, in name order: upstream walks the pod's
+// volumes in map order, so with several missing drivers the one it names
+// is random; name order names one of the drivers upstream may name. A
+// driver without a CSIDriver may not be a CSI driver at all, so it is not
+// required, as upstream.
+func (pl *csiLimits) requireDrivers(v *podVolumes) {
+	if v.err != nil {
+		return
+	}
+	drivers := make([]string, 0, len(v.volumes))
+	for vol := range v.volumes {
+		drivers = append(drivers, vol.driver)
+	}
+	slices.Sort(drivers)
+	for _, driver := range slices.Compact(drivers) {
+		csiDriver, err := pl.csiDriverLister.Get(driver)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			v.driverErr = fmt.Errorf("error getting CSIDriver for provider %s: %w", driver, err)
+			return
+		}
+		if p := csiDriver.Spec.PreventPodSchedulingIfMissing; p != nil && *p {
+			v.required = append(v.required, driver)
+		}
+	}
+}
+
+// Filter checks that every driver the pod uses that asks for it is on the
+// node, then every driver against the node's limit for it.
 func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
 	if len(pod.Spec.Volumes) == 0 {
 		return nil
@@ -196,6 +238,10 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 	}
 	if len(newPod.volumes) == 0 {
 		return nil
+	}
+
+	if s := checkDriversInstalled(newPod, csiNode); s != nil {
+		return s
 	}
 
 	limits := volumeLimits(csiNode)
@@ -253,6 +299,25 @@ func (pl *csiLimits) Filter(ctx context.Context, state *framework.CycleState, po
 		if int64(used+count) > limit {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonMaxVolumeCountExceeded)
 		}
+	}
+	return nil
+}
+
+// checkDriversInstalled rejects the node, as Unschedulable, when a driver
+// of the pod's volumes is missing from its CSINode (or it has none) and the
+// driver's CSIDriver sets preventPodSchedulingIfMissing: upstream's
+// VolumeLimitScaling check, beta and on since 1.37. The check runs before
+// the limits, so it applies to nodes without any limit too. The drivers
+// are checked in name order (see requireDrivers), a failed CSIDriver
+// lookup where it happened in that order.
+func checkDriversInstalled(v podVolumes, csiNode *storagev1.CSINode) *framework.Status {
+	for _, driver := range v.required {
+		if csiNode == nil || !slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }) {
+			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("%s CSI driver is not installed on the node", driver))
+		}
+	}
+	if v.driverErr != nil {
+		return framework.AsStatus(v.driverErr)
 	}
 	return nil
 }
@@ -478,7 +543,7 @@ func (pl *csiLimits) attachedVolumes(logger klog.Logger, nodeName string) (volum
 // csiMigrationOn reports whether volumes of the in-tree plugin count
 // against their CSI driver on a node. The five plugins below have their
 // migration locked on upstream, so only the node having a CSINode matters;
-// the CSINode's migrated-plugins annotation is not read, as upstream 1.36.
+// the CSINode's migrated-plugins annotation is not read, as upstream 1.37.
 func csiMigrationOn(hasCSINode bool, plugin string) bool {
 	if !hasCSINode {
 		return false

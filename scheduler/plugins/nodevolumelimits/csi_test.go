@@ -46,6 +46,8 @@ func newFramework(tb testing.TB, snapshot framework.SharedLister, objs ...k8srun
 			err = factory.Storage().V1().StorageClasses().Informer().GetStore().Add(o)
 		case *storagev1.CSINode:
 			err = factory.Storage().V1().CSINodes().Informer().GetStore().Add(o)
+		case *storagev1.CSIDriver:
+			err = factory.Storage().V1().CSIDrivers().Informer().GetStore().Add(o)
 		case *storagev1.VolumeAttachment:
 			err = factory.Storage().V1().VolumeAttachments().Informer().GetStore().Add(o)
 		default:
@@ -367,6 +369,81 @@ func TestFilter(t *testing.T) {
 			extra:   []k8sruntime.Object{st.MakePVC(ns, "abc-xyz").StorageClass("csi-sc").Obj()},
 			want:    verdict{framework.Error, "PVC default/abc-xyz was not created for pod default/abc (pod is not owner)"},
 		},
+		// preventPodSchedulingIfMissing (VolumeLimitScaling, on since 1.37),
+		// the cases of upstream's TestVolumeLimitScalingGate and more.
+		{
+			name:    "driver missing from the CSINode, CSIDriver without preventPodSchedulingIfMissing",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, nil),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).Obj()},
+		},
+		{
+			name:    "driver missing from the CSINode, CSIDriver with preventPodSchedulingIfMissing false",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, nil),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(false).Obj()},
+		},
+		{
+			name:    "driver missing from the CSINode, CSIDriver with preventPodSchedulingIfMissing",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, nil),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+			want:    verdict{framework.Unschedulable, "ebs.csi.aws.com CSI driver is not installed on the node"},
+		},
+		{
+			name:  "no CSINode, CSIDriver with preventPodSchedulingIfMissing",
+			pod:   incoming("ebs-csi-0").Obj(),
+			extra: []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+			want:  verdict{framework.Unschedulable, "ebs.csi.aws.com CSI driver is not installed on the node"},
+		},
+		{
+			name:    "driver on the node within its limit, CSIDriver with preventPodSchedulingIfMissing",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{ebsDriver: limit(2)}),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+		},
+		{
+			name:    "driver on the node without a limit, CSIDriver with preventPodSchedulingIfMissing",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{ebsDriver: nil}),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+		},
+		{
+			name:    "driver missing from the CSINode, no CSIDriver",
+			pod:     incoming("ebs-csi-0").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{testDriver: limit(2)}),
+		},
+		{
+			name:    "missing driver checked before the limits",
+			pod:     incoming("ebs-csi-0", "csi-0", "csi-1").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{testDriver: limit(1)}),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+			want:    verdict{framework.Unschedulable, "ebs.csi.aws.com CSI driver is not installed on the node"},
+		},
+		{
+			name:    "unbound claim checked against its StorageClass's provisioner",
+			pod:     incoming("unbound-csi").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{ebsDriver: limit(2)}),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(testDriver).PreventPodSchedulingIfMissing(true).Obj()},
+			want:    verdict{framework.Unschedulable, "csi.example.com CSI driver is not installed on the node"},
+		},
+		{
+			name:    "in-tree EBS volume checked against the CSI driver it migrates to",
+			pod:     incoming("ebs-intree-0").Obj(),
+			csiNode: csiNode(nodeName, map[string]*int32{testDriver: limit(2)}),
+			extra:   []k8sruntime.Object{st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj()},
+			want:    verdict{framework.Unschedulable, "ebs.csi.aws.com CSI driver is not installed on the node"},
+		},
+		{
+			name:    "two drivers missing: the first by name is reported",
+			pod:     incoming("ebs-csi-0", "csi-0").Obj(),
+			csiNode: csiNode(nodeName, nil),
+			extra: []k8sruntime.Object{
+				st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj(),
+				st.MakeCSIDriver(testDriver).PreventPodSchedulingIfMissing(true).Obj(),
+			},
+			want: verdict{framework.Unschedulable, "csi.example.com CSI driver is not installed on the node"},
+		},
 		{
 			name:     "pods with only other volumes skip the plugin",
 			pod:      st.MakePod().Name("incoming").Volume(v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}).Obj(),
@@ -457,6 +534,43 @@ func TestUnschedulableMessage(t *testing.T) {
 	got = st.RunCycle(context.Background(), fwk, snapshot, incoming("missing").Obj()).Message
 	want = `0/3 nodes are available: 3 looking up PVC default/missing: persistentvolumeclaim "missing" not found.`
 	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+}
+
+// TestDriverNotInstalled checks the verdicts and the message the scheduler
+// reports for nodes missing a driver that asks for it, on a cluster of
+// three nodes: node-1 with the test driver, node-2 with the EBS driver,
+// node-3 without a CSINode.
+func TestDriverNotInstalled(t *testing.T) {
+	limit := int32(4)
+	nodes := []*v1.Node{st.MakeNode().Name("node-1").Obj(), st.MakeNode().Name("node-2").Obj(), st.MakeNode().Name("node-3").Obj()}
+	snapshot := st.NewSnapshot(nil, nodes)
+	objs := append(storage(),
+		csiNode("node-1", map[string]*int32{testDriver: &limit}),
+		csiNode("node-2", map[string]*int32{ebsDriver: &limit}),
+		st.MakeCSIDriver(testDriver).PreventPodSchedulingIfMissing(true).Obj(),
+		st.MakeCSIDriver(ebsDriver).PreventPodSchedulingIfMissing(true).Obj())
+	fwk := newFramework(t, snapshot, objs...)
+
+	notInstalled := func(driver string) verdict {
+		return verdict{framework.Unschedulable, driver + " CSI driver is not installed on the node"}
+	}
+	res := st.RunCycle(context.Background(), fwk, snapshot, incoming("csi-0").Obj())
+	got := map[string]verdict{}
+	for node, s := range res.Filter {
+		if s != nil {
+			got[node] = verdict{s.Code(), s.Message()}
+		}
+	}
+	want := map[string]verdict{"node-2": notInstalled(testDriver), "node-3": notInstalled(testDriver)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+
+	msg := st.RunCycle(context.Background(), fwk, snapshot, incoming("ebs-csi-0", "csi-0").Obj()).Message
+	wantMsg := "0/3 nodes are available: 1 ebs.csi.aws.com CSI driver is not installed on the node, 2 csi.example.com CSI driver is not installed on the node."
+	if diff := cmp.Diff(wantMsg, msg); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
 	}
 }

@@ -15,13 +15,17 @@ import (
 
 // EventsToRegister returns upstream's events: a CSINode added or whose
 // limits grew, a pod with countable volumes deleted from a node, the
-// pod's PVC created, a VolumeAttachment removed.
+// pod's PVC created, a VolumeAttachment removed. As upstream, no CSIDriver
+// event is registered: a pod rejected because its driver is missing from a
+// node is queued again by a CSINode created, or by a driver registering
+// with an attach limit; a driver registering without one leaves it to the
+// unschedulable pool's timeout.
 func (pl *csiLimits) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		// No hint, as upstream: any new CSINode may lift a rejection.
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Update}, QueueingHintFn: isSchedulableAfterCSINodeUpdated},
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodDeleted},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: isSchedulableAfterPVCAdded},
 		{Event: framework.ClusterEvent{Resource: framework.VolumeAttachment, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterVolumeAttachmentDeleted},
 	}, nil
@@ -55,12 +59,13 @@ func allocatableCount(d storagev1.CSINodeDriver) int32 {
 	return *d.Allocatable.Count
 }
 
-// isSchedulableAfterPodDeleted queues the pod when the deleted pod was on
-// (or nominated to) a node and had a volume that may have counted there.
-func (pl *csiLimits) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterAssignedPodDeleted queues the pod when the deleted pod
+// was on (or nominated to) a node and had a volume that may have counted
+// there.
+func (pl *csiLimits) isSchedulableAfterAssignedPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	deleted, _, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
-		return framework.Queue, fmt.Errorf("unexpected objects in isSchedulableAfterPodDeleted: %w", err)
+		return framework.Queue, fmt.Errorf("unexpected objects in isSchedulableAfterAssignedPodDeleted: %w", err)
 	}
 	if len(deleted.Spec.Volumes) == 0 {
 		return framework.QueueSkip, nil

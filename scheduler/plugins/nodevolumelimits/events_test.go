@@ -19,7 +19,7 @@ func TestEventsToRegister(t *testing.T) {
 		// Upstream gives CSINode creation no hint: every new CSINode queues.
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Update}, Hinted: true},
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, Hinted: true},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, Hinted: true},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, Hinted: true},
 		{Event: framework.ClusterEvent{Resource: framework.VolumeAttachment, ActionType: framework.Delete}, Hinted: true},
 	}
@@ -83,8 +83,12 @@ func TestQueueingHints(t *testing.T) {
 			old: st.MakePod().Name("gone").Node(nodeName).Volume(withConfigMap.Spec.Volumes[0]).Obj(), want: framework.QueueSkip},
 		{name: "deleted pod was neither scheduled nor nominated", event: podDelete, pod: withPVC,
 			old: st.MakePod().Name("gone").PVC("other").Obj(), want: framework.QueueSkip},
-		{name: "deleted pod was nominated", event: framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Delete}, pod: withPVC,
+		// The scheduler reports a nominated pod's deletion as AssignedPod/Delete,
+		// as upstream: lower-priority pods treated it as assigned.
+		{name: "deleted pod was nominated", event: podDelete, pod: withPVC,
 			old: st.MakePod().Name("gone").PVC("other").NominatedNodeName(nodeName).Obj(), want: framework.Queue},
+		{name: "unscheduled pod deletion is not registered", event: framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.Delete}, pod: withPVC,
+			old: st.MakePod().Name("gone").PVC("other").NominatedNodeName(nodeName).Obj(), want: framework.QueueSkip},
 		{name: "deleted pod known only as a tombstone", event: podDelete, pod: withPVC,
 			old: cache.DeletedFinalStateUnknown{Key: "default/gone", Obj: onNode("gone", "other")}, want: framework.Queue},
 

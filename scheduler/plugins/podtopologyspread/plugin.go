@@ -171,25 +171,26 @@ func ValidateArgs(args *configv1.PodTopologySpreadArgs) error {
 func (pl *podTopologySpread) Name() string { return Name }
 
 // EventsToRegister lists the events that can make a pod this plugin
-// rejected schedulable, with hints that drop the irrelevant ones.
+// rejected schedulable, with hints that drop the irrelevant ones; as
+// upstream 1.37, bound pods' changes and the pod's own changes are
+// separate registrations.
 func (pl *podTopologySpread) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		// Add, UpdatePodLabel and Delete change the counts of a domain; a
-		// new toleration of the pod itself can widen the eligible domains
-		// under nodeTaintsPolicy: Honor.
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Add | framework.UpdatePodLabel | framework.UpdatePodToleration | framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodChange},
+		// Add, UpdatePodLabel and Delete of a placed pod change the counts of a domain.
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodChange},
+		// The pod's own new toleration can widen the eligible domains under
+		// nodeTaintsPolicy: Honor; its own labels decide whether it counts
+		// itself in its constraints.
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration | framework.UpdatePodLabel}, QueueingHintFn: pl.isSchedulableAfterTargetPodChange},
 		// Nodes appearing, going or changing labels or taints change the domains.
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.Delete | framework.UpdateNodeLabel | framework.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 	}, nil
 }
 
 // involvedInTopologySpreading reports whether changes to other can alter
-// the counts of pod's constraints: other is pod itself, or a placed (or
-// nominated) pod of the same namespace.
+// the counts of pod's constraints: other is a placed (or nominated) pod of
+// the same namespace.
 func involvedInTopologySpreading(other, pod *v1.Pod) bool {
-	if other.UID == pod.UID {
-		return true
-	}
 	if other.Spec.NodeName == "" && other.Status.NominatedNodeName == "" {
 		return false
 	}
@@ -205,7 +206,27 @@ func hasConstraintWithNodeTaintsPolicyHonor(constraints []topologySpreadConstrai
 	return false
 }
 
-func (pl *podTopologySpread) isSchedulableAfterPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+// isSchedulableAfterTargetPodChange handles the pod's own update. It does
+// not compare UIDs, as upstream 1.37: the queue offers TargetPod events to
+// the updated pod only, except when it replays them to every pod in flight.
+func (pl *podTopologySpread) isSchedulableAfterTargetPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+	original, modified, err := helper.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
+	}
+	// Only the hard constraints can have rejected the pod.
+	constraints, err := pl.getConstraints(pod, v1.DoNotSchedule)
+	if err != nil {
+		return framework.Queue, err
+	}
+	if !equality.Semantic.DeepEqual(modified.Spec.Tolerations, original.Spec.Tolerations) && hasConstraintWithNodeTaintsPolicyHonor(constraints) {
+		logger.V(5).Info("The pod got a new toleration, which can widen its eligible domains", "pod", klog.KObj(pod))
+		return framework.Queue, nil
+	}
+	return labelChangeHint(logger, original, modified, constraints), nil
+}
+
+func (pl *podTopologySpread) isSchedulableAfterAssignedPodChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	original, modified, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
 		return framework.Queue, err
@@ -222,20 +243,7 @@ func (pl *podTopologySpread) isSchedulableAfterPodChange(logger klog.Logger, pod
 
 	switch {
 	case modified != nil && original != nil:
-		if modified.UID == pod.UID && !equality.Semantic.DeepEqual(modified.Spec.Tolerations, original.Spec.Tolerations) && hasConstraintWithNodeTaintsPolicyHonor(constraints) {
-			logger.V(5).Info("The pod got a new toleration, which can widen its eligible domains", "pod", klog.KObj(pod))
-			return framework.Queue, nil
-		}
-		if equality.Semantic.DeepEqual(modified.Labels, original.Labels) {
-			return framework.QueueSkip, nil
-		}
-		for i := range constraints {
-			if constraints[i].Selector.Matches(labels.Set(original.Labels)) != constraints[i].Selector.Matches(labels.Set(modified.Labels)) {
-				logger.V(5).Info("A placed pod started or stopped matching the pod's spread constraints", "pod", klog.KObj(pod), "modifiedPod", klog.KObj(modified))
-				return framework.Queue, nil
-			}
-		}
-		return framework.QueueSkip, nil
+		return labelChangeHint(logger, original, modified, constraints), nil
 	case modified != nil:
 		if podLabelsMatchSpreadConstraints(constraints, modified.Labels) {
 			logger.V(5).Info("A placed pod matching the pod's spread constraints was added", "pod", klog.KObj(pod), "addedPod", klog.KObj(modified))
@@ -248,6 +256,21 @@ func (pl *podTopologySpread) isSchedulableAfterPodChange(logger klog.Logger, pod
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
+}
+
+// labelChangeHint queues when the update made the changed pod start or
+// stop matching the selector of one of constraints.
+func labelChangeHint(logger klog.Logger, original, modified *v1.Pod, constraints []topologySpreadConstraint) framework.QueueingHint {
+	if equality.Semantic.DeepEqual(modified.Labels, original.Labels) {
+		return framework.QueueSkip
+	}
+	for i := range constraints {
+		if constraints[i].Selector.Matches(labels.Set(original.Labels)) != constraints[i].Selector.Matches(labels.Set(modified.Labels)) {
+			logger.V(5).Info("A placed or the target pod started or stopped matching the pod's spread constraints", "modifiedPod", klog.KObj(modified))
+			return framework.Queue
+		}
+	}
+	return framework.QueueSkip
 }
 
 func (pl *podTopologySpread) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {

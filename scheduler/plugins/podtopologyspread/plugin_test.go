@@ -142,7 +142,8 @@ func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, st.NewSnapshot(nil, nil), nil)
 	got := st.RegisteredEvents(t, fwk, Name)
 	want := []framework.ClusterEvent{
-		{Resource: framework.Pod, ActionType: framework.Add | framework.UpdatePodLabel | framework.UpdatePodToleration | framework.Delete},
+		{Resource: framework.AssignedPod, ActionType: framework.Add | framework.UpdatePodLabel | framework.Delete},
+		{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration | framework.UpdatePodLabel},
 		{Resource: framework.Node, ActionType: framework.Add | framework.Delete | framework.UpdateNodeLabel | framework.UpdateNodeTaint},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -158,31 +159,44 @@ func TestIsSchedulableAfterPodChange(t *testing.T) {
 	tolerating.Spec.Tolerations = []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists}}
 	web := st.MakePod().Name("w").Label("app", "web").Node("n1").Obj()
 	other := st.MakePod().Name("o").Label("app", "db").Node("n1").Obj()
+	assigned := func(a framework.ActionType) framework.ClusterEvent {
+		return framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: a}
+	}
+	target := func(a framework.ActionType) framework.ClusterEvent {
+		return framework.ClusterEvent{Resource: framework.TargetPod, ActionType: a}
+	}
 	tests := []struct {
 		name           string
 		pod            *v1.Pod
+		event          framework.ClusterEvent
 		oldObj, newObj any
 		want           framework.QueueingHint
 	}{
-		{name: "added matching pod", pod: pod, newObj: web, want: framework.Queue},
-		{name: "added unrelated pod", pod: pod, newObj: other, want: framework.QueueSkip},
-		{name: "added pod in another namespace", pod: pod, newObj: st.MakePod().Name("w").Namespace("x").Label("app", "web").Node("n1").Obj(), want: framework.QueueSkip},
-		{name: "added pod not placed", pod: pod, newObj: st.MakePod().Name("w").Label("app", "web").Obj(), want: framework.QueueSkip},
-		{name: "deleted matching pod", pod: pod, oldObj: web, want: framework.Queue},
-		{name: "deleted unrelated pod", pod: pod, oldObj: other, want: framework.QueueSkip},
-		{name: "label update starts matching", pod: pod, oldObj: other, newObj: st.MakePod().Name("o").Label("app", "web").Node("n1").Obj(), want: framework.Queue},
-		{name: "label update keeps not matching", pod: pod, oldObj: other, newObj: st.MakePod().Name("o").Label("app", "cache").Node("n1").Obj(), want: framework.QueueSkip},
-		{name: "own new toleration with nodeTaintsPolicy Honor", pod: honor, oldObj: honor, newObj: tolerating, want: framework.Queue},
-		{name: "own new toleration without Honor", pod: pod, oldObj: pod, newObj: func() *v1.Pod {
+		{name: "added matching pod", pod: pod, event: assigned(framework.Add), newObj: web, want: framework.Queue},
+		{name: "added unrelated pod", pod: pod, event: assigned(framework.Add), newObj: other, want: framework.QueueSkip},
+		{name: "added pod in another namespace", pod: pod, event: assigned(framework.Add), newObj: st.MakePod().Name("w").Namespace("x").Label("app", "web").Node("n1").Obj(), want: framework.QueueSkip},
+		{name: "added pod not placed", pod: pod, event: assigned(framework.Add), newObj: st.MakePod().Name("w").Label("app", "web").Obj(), want: framework.QueueSkip},
+		{name: "deleted matching pod", pod: pod, event: assigned(framework.Delete), oldObj: web, want: framework.Queue},
+		{name: "deleted unrelated pod", pod: pod, event: assigned(framework.Delete), oldObj: other, want: framework.QueueSkip},
+		{name: "label update starts matching", pod: pod, event: assigned(framework.UpdatePodLabel), oldObj: other, newObj: st.MakePod().Name("o").Label("app", "web").Node("n1").Obj(), want: framework.Queue},
+		{name: "label update keeps not matching", pod: pod, event: assigned(framework.UpdatePodLabel), oldObj: other, newObj: st.MakePod().Name("o").Label("app", "cache").Node("n1").Obj(), want: framework.QueueSkip},
+		{name: "own new toleration with nodeTaintsPolicy Honor", pod: honor, event: target(framework.UpdatePodToleration), oldObj: honor, newObj: tolerating, want: framework.Queue},
+		{name: "own new toleration without Honor", pod: pod, event: target(framework.UpdatePodToleration), oldObj: pod, newObj: func() *v1.Pod {
 			p := pod.DeepCopy()
 			p.Spec.Tolerations = tolerating.Spec.Tolerations
 			return p
 		}(), want: framework.QueueSkip},
+		{name: "own labels stop matching its constraint", pod: pod, event: target(framework.UpdatePodLabel), oldObj: pod, newObj: st.MakePod().Name("p").Label("app", "db").Obj(), want: framework.Queue},
+		{name: "own labels change unrelated to its constraint", pod: pod, event: target(framework.UpdatePodLabel), oldObj: pod, newObj: st.MakePod().Name("p").Label("app", "web").Label("x", "y").Obj(), want: framework.QueueSkip},
+		// Upstream 1.37 registers AssignedPod and TargetPod events only.
+		{name: "another pending pod's labels are not registered", pod: pod, event: framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodLabel},
+			oldObj: st.MakePod().Name("o").Label("app", "db").NominatedNodeName("n1").Obj(), newObj: st.MakePod().Name("o").Label("app", "web").NominatedNodeName("n1").Obj(), want: framework.QueueSkip},
+		{name: "the pod's own deletion is not registered", pod: pod, event: target(framework.Delete), oldObj: pod, want: framework.QueueSkip},
 	}
-	pl := &podTopologySpread{}
+	fwk := newFramework(t, st.NewSnapshot(nil, nil), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := pl.isSchedulableAfterPodChange(klog.Background(), tt.pod, tt.oldObj, tt.newObj)
+			got, err := st.QueueingHint(t.Context(), fwk, Name, tt.event, tt.pod, tt.oldObj, tt.newObj)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // Name is the plugin's name in profiles, as upstream.
@@ -47,21 +46,18 @@ func (*schedulingGates) PreEnqueue(ctx context.Context, p *v1.Pod) *framework.St
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for scheduling gates: %v", gates))
 }
 
-// EventsToRegister: a gated pod is released when its own last gate is removed.
+// EventsToRegister: a gated pod is released when its own last gate is
+// removed, a TargetPod event as upstream 1.37 (other pods losing their
+// gates are UnscheduledPod events and do not reach this plugin).
 func (pl *schedulingGates) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterGatesEliminated},
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: pl.isSchedulableAfterUpdateTargetPodSchedulingGatesEliminated},
 	}, nil
 }
 
-func (*schedulingGates) isSchedulableAfterGatesEliminated(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
-	_, modified, err := helper.As[*v1.Pod](oldObj, newObj)
-	if err != nil {
-		return framework.Queue, err
-	}
-	if modified.UID != pod.UID {
-		// Another pod losing its gates does not change this one.
-		return framework.QueueSkip, nil
-	}
+// isSchedulableAfterUpdateTargetPodSchedulingGatesEliminated always queues,
+// as upstream 1.37, which dropped the UID check along with the Pod
+// registration.
+func (*schedulingGates) isSchedulableAfterUpdateTargetPodSchedulingGatesEliminated(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error) {
 	return framework.Queue, nil
 }

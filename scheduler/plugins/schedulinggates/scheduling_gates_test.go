@@ -48,7 +48,7 @@ func TestSchedulingGatesEvents(t *testing.T) {
 	fwk := st.NewFramework(t, plugins.NewInTreeRegistry(), st.PluginProfile(st.Plugin(schedulinggates.Name, 0)), nil)
 	pod := st.MakePod().Name("p").SchedulingGates("g").Obj()
 	ungated := st.MakePod().Name("p").Obj()
-	gatesGone := framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodSchedulingGatesEliminated}
+	gatesGone := framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodSchedulingGatesEliminated}
 	tests := []struct {
 		name           string
 		event          framework.ClusterEvent
@@ -56,8 +56,10 @@ func TestSchedulingGatesEvents(t *testing.T) {
 		want           framework.QueueingHint
 	}{
 		{"the pod lost its gates", gatesGone, pod, ungated, framework.Queue},
-		{"another pod lost its gates", gatesGone, st.MakePod().Name("q").SchedulingGates("g").Obj(), st.MakePod().Name("q").Obj(), framework.QueueSkip},
-		{"labels changed", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodLabel}, pod, pod, framework.QueueSkip},
+		// Upstream 1.37 registers TargetPod only: other pending pods' updates are not its events.
+		{"another pending pod lost its gates", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodSchedulingGatesEliminated},
+			st.MakePod().Name("q").SchedulingGates("g").Obj(), st.MakePod().Name("q").Obj(), framework.QueueSkip},
+		{"labels changed", framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodLabel}, pod, pod, framework.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,14 +19,14 @@ import (
 const (
 	// Name is the plugin's name in profiles, as upstream.
 	Name = "TaintToleration"
-	// ErrReasonUntolerated is upstream's (1.36) reason for an untolerated taint.
+	// ErrReasonUntolerated is upstream's reason for an untolerated taint.
 	ErrReasonUntolerated = "node(s) had untolerated taint(s)"
 
 	preScoreStateKey framework.StateKey = "PreScore" + Name
 )
 
 // enableComparisonOperators follows the TaintTolerationComparisonOperators
-// feature gate, alpha and off in Kubernetes 1.36.
+// feature gate, alpha and off in Kubernetes 1.37.
 const enableComparisonOperators = false
 
 type taintToleration struct {
@@ -37,6 +37,7 @@ type taintToleration struct {
 }
 
 var (
+	_ framework.PreFilterPlugin   = (*taintToleration)(nil)
 	_ framework.FilterPlugin      = (*taintToleration)(nil)
 	_ framework.PreScorePlugin    = (*taintToleration)(nil)
 	_ framework.ScorePlugin       = (*taintToleration)(nil)
@@ -50,6 +51,18 @@ func New(_ context.Context, _ runtime.Object, _ framework.Handle) (framework.Plu
 }
 
 func (*taintToleration) Name() string { return Name }
+
+// PreFilter does nothing. Upstream 1.37 added it to skip the plugin for a
+// bound pod whose resize is deferred, behind the
+// InPlacePodVerticalScalingSchedulerPreemption gate (alpha, off); having it
+// keeps the plugin at PreFilter in the expanded default profile and lets a
+// 1.37 profile that enables it there explicitly load unchanged.
+func (*taintToleration) PreFilter(context.Context, *framework.CycleState, *v1.Pod, []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: PreFilter keeps no state.
+func (*taintToleration) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter rejects a node with a NoSchedule or NoExecute taint that no
 // toleration of the pod matches. Preemption cannot remove taints, hence
@@ -149,11 +162,12 @@ func (*taintToleration) NormalizeScore(_ context.Context, _ *framework.CycleStat
 }
 
 // EventsToRegister: a node added or whose taints change may now be
-// tolerated, and so may every node once the pod gains a toleration.
+// tolerated, and so may every node once the pod gains a toleration (its own
+// update, a TargetPod event as upstream 1.37).
 func (pl *taintToleration) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.UpdatePodToleration}, QueueingHintFn: pl.isSchedulableAfterPodTolerationChange},
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration}, QueueingHintFn: pl.isSchedulableAfterTargetPodTolerationChange},
 	}, nil
 }
 
@@ -174,13 +188,11 @@ func (*taintToleration) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1
 	return framework.QueueSkip, nil
 }
 
-func (*taintToleration) isSchedulableAfterPodTolerationChange(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
-	_, modified, err := helper.As[*v1.Pod](oldObj, newObj)
-	if err != nil {
-		return framework.Queue, err
-	}
-	if modified.UID == pod.UID {
-		return framework.Queue, nil
-	}
-	return framework.QueueSkip, nil
+// isSchedulableAfterTargetPodTolerationChange always queues, as upstream
+// 1.37: any new toleration may tolerate a taint, and the queue offers
+// TargetPod events to the updated pod only (except when it replays them to
+// every pod in flight, where upstream does not check the UID either).
+func (*taintToleration) isSchedulableAfterTargetPodTolerationChange(logger klog.Logger, pod *v1.Pod, _, _ any) (framework.QueueingHint, error) {
+	logger.V(5).Info("a new toleration is added for the unschedulable Pod, and it may make it schedulable", "pod", klog.KObj(pod))
+	return framework.Queue, nil
 }

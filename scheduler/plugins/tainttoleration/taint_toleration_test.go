@@ -198,8 +198,9 @@ func TestTaintTolerationEvents(t *testing.T) {
 		{"taints became tolerated", nodeTaint, tainted, tolerated, framework.Queue},
 		{"taints became untolerated", nodeTaint, tolerated, tainted, framework.QueueSkip},
 		{"labels changed", framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel}, tainted, tolerated, framework.QueueSkip},
-		{"the pod gained a toleration", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodToleration}, pod, pod, framework.Queue},
-		{"another pod gained a toleration", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodToleration}, st.MakePod().Name("q").Obj(), st.MakePod().Name("q").Obj(), framework.QueueSkip},
+		{"the pod gained a toleration", framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodToleration}, pod, pod, framework.Queue},
+		// Upstream 1.37 registers TargetPod only: other pending pods' updates are not its events.
+		{"another pending pod gained a toleration", framework.ClusterEvent{Resource: framework.UnscheduledPod, ActionType: framework.UpdatePodToleration}, st.MakePod().Name("q").Obj(), st.MakePod().Name("q").Obj(), framework.QueueSkip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

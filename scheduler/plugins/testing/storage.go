@@ -280,6 +280,12 @@ func (w *CSIDriverWrapper) StorageCapacity(b bool) *CSIDriverWrapper {
 	return w
 }
 
+// PreventPodSchedulingIfMissing sets spec.preventPodSchedulingIfMissing.
+func (w *CSIDriverWrapper) PreventPodSchedulingIfMissing(b bool) *CSIDriverWrapper {
+	w.Spec.PreventPodSchedulingIfMissing = &b
+	return w
+}
+
 // CSIStorageCapacityWrapper builds a storagev1.CSIStorageCapacity.
 type CSIStorageCapacityWrapper struct{ storagev1.CSIStorageCapacity }
 

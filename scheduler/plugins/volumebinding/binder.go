@@ -640,7 +640,7 @@ func reachable(logger klog.Logger, node *v1.Node, c *storagev1.CSIStorageCapacit
 }
 
 // migrationOn reports whether plugin is an in-tree plugin whose CSI
-// migration is on in 1.36 (GA and locked): its PVs' topology is read from
+// migration is on in 1.37 (GA and locked): its PVs' topology is read from
 // the CSI form once the node reports the plugin as migrated.
 func migrationOn(plugin string) bool {
 	switch plugin {

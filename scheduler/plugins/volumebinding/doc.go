@@ -3,7 +3,7 @@
 // PersistentVolumeClaims (including generic ephemeral volumes) and, for
 // WaitForFirstConsumer claims, takes part in binding them.
 //
-// It matches upstream 1.36 with its default feature gates:
+// It matches upstream 1.37 with its default feature gates:
 //
 //   - PreFilter skips pods without claims and rejects, as
 //     UnschedulableAndUnresolvable, pods whose claims are missing, lost,
@@ -16,8 +16,13 @@
 //     (component-helpers' FindMatchingVolume), else for dynamic
 //     provisioning: a real provisioner, the class's allowedTopologies, and
 //     CSIStorageCapacity when the CSI driver tracks capacity.
-//   - Score is skipped: StorageCapacityScoring is off at 1.36, and
-//     bindTimeoutSeconds is the only accepted arg (shape is refused).
+//   - Score (StorageCapacityScoring, beta and on since 1.37) rates each
+//     node by the storage utilization the pod's new volumes would cause,
+//     per StorageClass, through the args' shape (by default 100 at 0%
+//     down to 0 at 100%, so emptier storage wins), averaged over the
+//     classes: static bindings by the chosen PVs' capacity, otherwise
+//     provisioned volumes by the node's CSIStorageCapacity. Nodes where
+//     the pod needs neither, and pods without claims, score 0.
 //   - Reserve assumes the chosen PVs and selected-node annotations in
 //     assume caches layered on the PV and PVC informers, so following
 //     cycles see them taken; Unreserve reverts that.

@@ -40,13 +40,12 @@ const (
 	pollInterval = time.Second
 )
 
-// features are the feature gates the plugin depends on, at their 1.36
+// features are the feature gates the plugin depends on, at their 1.37
 // defaults in New. Tests may flip them to exercise the gated paths.
 type features struct {
-	// storageCapacityScoring (alpha, off): score nodes by the capacity
-	// left for dynamically provisioned volumes. When off, the plugin
-	// only scores static bindings — and only if given a scorer, which
-	// it is not, so Score is skipped (as upstream at 1.36).
+	// storageCapacityScoring (beta, on since 1.37): score nodes by the
+	// capacity left for the pod's volumes, with the args' shape. When
+	// off, shape is refused and Score is skipped, as upstream at 1.36.
 	storageCapacityScoring bool
 	// volumeAttributesClass (GA, on): claims may name a
 	// VolumeAttributesClass that PV matching honours.
@@ -54,7 +53,7 @@ type features struct {
 }
 
 func defaultFeatures() features {
-	return features{storageCapacityScoring: false, volumeAttributesClass: true}
+	return features{storageCapacityScoring: true, volumeAttributesClass: true}
 }
 
 // volumeBinding is the plugin. Its fields are set in New and read-only
@@ -154,9 +153,10 @@ func getArgs(obj runtime.Object, fts features) (*configv1.VolumeBindingArgs, err
 	return &args, nil
 }
 
-// ValidateArgs checks *configv1.VolumeBindingArgs as kube-scheduler 1.36
+// ValidateArgs checks *configv1.VolumeBindingArgs as kube-scheduler 1.37
 // does with its default feature gates: bindTimeoutSeconds not negative,
-// and no shape, because StorageCapacityScoring is off.
+// and shape (defaulted before) as a scoring function shape, since
+// StorageCapacityScoring is on.
 func ValidateArgs(args *configv1.VolumeBindingArgs) error {
 	return validateArgs(args, defaultFeatures())
 }
@@ -295,8 +295,9 @@ func (pl *volumeBinding) Filter(ctx context.Context, cs *framework.CycleState, p
 	return nil
 }
 
-// PreScore skips Score unless capacity scoring is on (never at 1.36's
-// default gates).
+// PreScore skips Score only when capacity scoring is off. With it on, as at
+// 1.37's default gates, Score runs for every pod, claims or not, as
+// upstream's does.
 func (pl *volumeBinding) PreScore(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	if pl.scorer == nil {
 		return framework.NewStatus(framework.Skip)

@@ -425,9 +425,10 @@ func TestArgs(t *testing.T) {
 		{name: "zero timeout", args: &configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](0)}},
 		{name: "negative timeout", args: &configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](-1)},
 			wantErr: "bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value"},
-		{name: "shape without the gate", args: &configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}}},
-			wantErr: "shape: Invalid value: ",
-		},
+		{name: "shape", args: &configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 0}, {Utilization: 100, Score: 10}}}},
+		{name: "empty shape is defaulted", args: &configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{}}},
+		{name: "invalid shape", args: &configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 11}}},
+			wantErr: "shape[0].score: Invalid value: 11: not in valid range [0, 10]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -444,13 +445,9 @@ func TestArgs(t *testing.T) {
 			}
 		})
 	}
-	if err := ValidateArgs(&configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}}}); err == nil ||
-		!strings.Contains(err.Error(), "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring") {
-		t.Errorf("shape without the gate: %v", err)
-	}
 
-	// With the gate on (not the 1.36 default), the shape is checked as upstream does.
-	on := features{storageCapacityScoring: true, volumeAttributesClass: true}
+	// At 1.37's default gates (StorageCapacityScoring on) the shape is
+	// checked as upstream does.
 	shapeTests := []struct {
 		name    string
 		shape   []configv1.UtilizationShapePoint
@@ -465,7 +462,7 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range shapeTests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validateArgs(&configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](600), Shape: tt.shape}, on)
+			err := ValidateArgs(&configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](600), Shape: tt.shape})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -476,106 +473,206 @@ func TestArgs(t *testing.T) {
 		})
 	}
 
-	// Defaults match upstream's.
+	// With the gate off (upstream's 1.36 default) a shape is refused.
+	off := features{storageCapacityScoring: false, volumeAttributesClass: true}
+	if err := validateArgs(&configv1.VolumeBindingArgs{Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}}}, off); err == nil ||
+		!strings.Contains(err.Error(), "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring") {
+		t.Errorf("shape without the gate: %v", err)
+	}
+
+	// Defaults match upstream's, in the plugin and in the runtime's
+	// defaulting of pluginConfig.
+	wantDefaults := &configv1.VolumeBindingArgs{
+		BindTimeoutSeconds: ptr.To[int64](600),
+		Shape:              []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}, {Utilization: 100, Score: 0}},
+	}
 	args, err := getArgs(nil, defaultFeatures())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](600)}, args); diff != "" {
+	if diff := cmp.Diff(wantDefaults, args); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
-	args, err = getArgs(nil, on)
+	args = &configv1.VolumeBindingArgs{}
+	runtime.SetDefaultsVolumeBindingArgs(args)
+	if diff := cmp.Diff(wantDefaults, args); diff != "" {
+		t.Errorf("runtime defaults (-want +got):\n%s", diff)
+	}
+	args, err = getArgs(nil, off)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantShape := []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}, {Utilization: 100, Score: 0}}
-	if diff := cmp.Diff(wantShape, args.Shape); diff != "" {
-		t.Errorf("default shape with the gate (-want +got):\n%s", diff)
+	if args.Shape != nil {
+		t.Errorf("default shape without the gate = %v, want none", args.Shape)
 	}
 }
 
-// TestScoreSkipped: at 1.36's default gates the plugin never scores.
-func TestScoreSkipped(t *testing.T) {
+// TestScore runs upstream 1.37.2's score cases (volume_binding_test.go)
+// through a framework instance at the default gates, where
+// StorageCapacityScoring is on: the weighted score of VolumeBinding (weight
+// 1) on each node that passed Filter.
+func TestScore(t *testing.T) {
+	const (
+		hostname = v1.LabelHostname
+		wait     = "wait-sc"
+		waitHDD  = "wait-hdd-sc"
+		tracked  = "wait-sc-with-storage-capacity"
+	)
+	nodes := []*v1.Node{
+		st.MakeNode().Name("node-a").Label(hostname, "node-a").Obj(),
+		st.MakeNode().Name("node-b").Label(hostname, "node-b").Obj(),
+		st.MakeNode().Name("node-c").Label(hostname, "node-c").Obj(),
+	}
+	pv := func(name, class, size, node string) *v1.PersistentVolume {
+		return st.MakePV(name).StorageClass(class).Capacity(size).NodeAffinityIn(hostname, node).Phase(v1.VolumeAvailable).Obj()
+	}
+	capacity := func(node, size string) *storagev1.CSIStorageCapacity {
+		return st.MakeCSIStorageCapacity("kube-system", node, tracked).Topology(hostname, node).Capacity(size).Obj()
+	}
+	classes := []k8sruntime.Object{
+		st.MakeStorageClass(wait).WaitForFirstConsumer().Obj(),
+		st.MakeStorageClass(waitHDD).WaitForFirstConsumer().Obj(),
+		st.MakeStorageClass(tracked).WaitForFirstConsumer().Provisioner(capDriver).Obj(),
+		st.MakeCSIDriver(capDriver).StorageCapacity(true).Obj(),
+	}
+	localPVs := []k8sruntime.Object{
+		pv("pv-a-0", wait, "200Gi", "node-a"), pv("pv-a-1", wait, "200Gi", "node-a"),
+		pv("pv-b-0", wait, "100Gi", "node-b"), pv("pv-b-1", wait, "100Gi", "node-b"),
+	}
+	capacities := []k8sruntime.Object{capacity("node-a", "100Gi"), capacity("node-b", "50Gi"), capacity("node-c", "10Gi")}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		objs []k8sruntime.Object
+		args *configv1.VolumeBindingArgs
+		// want is VolumeBinding's score on each node that passed Filter.
+		want map[string]int64
+	}{
+		{
+			name: "pod without claims scores 0 everywhere",
+			pod:  st.MakePod().Name("pod-a").Obj(),
+			want: map[string]int64{"node-a": 0, "node-b": 0, "node-c": 0},
+		},
+		{
+			name: "local volumes with close capacity are preferred",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-a").Obj(),
+			objs: append([]k8sruntime.Object{st.MakePVC("default", "pvc-a").StorageClass(wait).Request("50Gi").Obj()}, localPVs...),
+			want: map[string]int64{"node-a": 75, "node-b": 50},
+		},
+		{
+			name: "local volumes with close capacity are preferred (multiple pvcs)",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-0").PVC("pvc-1").Obj(),
+			objs: append([]k8sruntime.Object{
+				st.MakePVC("default", "pvc-0").StorageClass(wait).Request("50Gi").Obj(),
+				st.MakePVC("default", "pvc-1").StorageClass(waitHDD).Request("100Gi").Obj(),
+				pv("pv-a-2", waitHDD, "200Gi", "node-a"), pv("pv-a-3", waitHDD, "200Gi", "node-a"),
+				pv("pv-b-2", waitHDD, "100Gi", "node-b"), pv("pv-b-3", waitHDD, "100Gi", "node-b"),
+			}, localPVs...),
+			want: map[string]int64{"node-a": 63, "node-b": 25},
+		},
+		{
+			name: "storage capacity score",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-dynamic").Obj(),
+			objs: append([]k8sruntime.Object{st.MakePVC("default", "pvc-dynamic").StorageClass(tracked).Request("10Gi").Obj()}, capacities...),
+			want: map[string]int64{"node-a": 90, "node-b": 80, "node-c": 0},
+		},
+		{
+			name: "storage capacity score with static binds",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-dynamic").PVC("pvc-static").Obj(),
+			objs: append([]k8sruntime.Object{
+				st.MakePVC("default", "pvc-dynamic").StorageClass(tracked).Request("10Gi").Obj(),
+				st.MakePVC("default", "pvc-static").StorageClass(wait).Request("50Gi").Obj(),
+				pv("pv-static-a", wait, "100Gi", "node-a"), pv("pv-static-b", wait, "100Gi", "node-b"), pv("pv-static-c", wait, "100Gi", "node-c"),
+			}, capacities...),
+			want: map[string]int64{"node-a": 50, "node-b": 50, "node-c": 50},
+		},
+		{
+			name: "dynamic provisioning with multiple PVCs of the same StorageClass",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-dynamic-0").PVC("pvc-dynamic-1").Obj(),
+			objs: []k8sruntime.Object{
+				st.MakePVC("default", "pvc-dynamic-0").StorageClass(tracked).Request("50Gi").Obj(),
+				st.MakePVC("default", "pvc-dynamic-1").StorageClass(tracked).Request("50Gi").Obj(),
+				capacity("node-a", "100Gi"),
+			},
+			want: map[string]int64{"node-a": 0},
+		},
+		{
+			name: "prefer node with least allocatable (custom shape)",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-dynamic").Obj(),
+			objs: []k8sruntime.Object{
+				st.MakePVC("default", "pvc-dynamic").StorageClass(tracked).Request("10Gi").Obj(),
+				capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi"),
+			},
+			args: &configv1.VolumeBindingArgs{BindTimeoutSeconds: ptr.To[int64](300),
+				Shape: []configv1.UtilizationShapePoint{{Utilization: 0, Score: 0}, {Utilization: 100, Score: 10}}},
+			want: map[string]int64{"node-a": 10, "node-b": 50, "node-c": 100},
+		},
+		{
+			name: "prefer node with maximum allocatable",
+			pod:  st.MakePod().Name("pod-a").PVC("pvc-dynamic").Obj(),
+			objs: []k8sruntime.Object{
+				st.MakePVC("default", "pvc-dynamic").StorageClass(tracked).Request("10Gi").Obj(),
+				capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi"),
+			},
+			want: map[string]int64{"node-a": 90, "node-b": 50, "node-c": 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snapshot := st.NewSnapshot(nil, nodes)
+			e := newEnv(t, snapshot, tt.args, append(tt.objs, classes...)...)
+			ctx := t.Context()
+			state := framework.NewCycleState()
+			if _, s, _ := e.fwk.RunPreFilterPlugins(ctx, state, tt.pod); !s.IsSuccess() && !s.IsSkip() {
+				t.Fatal(s)
+			}
+			all, _ := snapshot.NodeInfos().List()
+			var feasible []*framework.NodeInfo
+			for _, ni := range all {
+				if s := e.fwk.RunFilterPlugins(ctx, state, tt.pod, ni); s.IsSuccess() {
+					feasible = append(feasible, ni)
+				}
+			}
+			if s := e.fwk.RunPreScorePlugins(ctx, state, tt.pod, feasible); !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			scores, s := e.fwk.RunScorePlugins(ctx, state, tt.pod, feasible)
+			if !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			got := map[string]int64{}
+			for _, ns := range scores {
+				for _, ps := range ns.Scores {
+					if ps.Name == Name {
+						got[ns.Name] = ps.Score
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("VolumeBinding scores (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScoreSkippedWithoutGate: with StorageCapacityScoring off (upstream's
+// 1.36 default) PreScore skips Score.
+func TestScoreSkippedWithoutGate(t *testing.T) {
 	snapshot := st.NewSnapshot(nil, testNodes())
 	e := newEnv(t, snapshot, nil, storageObjects()...)
-	pod := st.MakePod().Name("p").PVC("wffc").Obj()
-	state := framework.NewCycleState()
-	if _, s, _ := e.fwk.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
-		t.Fatal(s)
-	}
-	nodes, _ := snapshot.NodeInfos().List()
-	for _, ni := range nodes {
-		_ = e.fwk.RunFilterPlugins(t.Context(), state, pod, ni)
-	}
-	if s := e.fwk.RunPreScorePlugins(t.Context(), state, pod, nodes); !s.IsSuccess() {
-		t.Fatal(s)
-	}
-	if got := state.GetSkipScorePlugins(); !got.Has(Name) {
-		t.Errorf("score plugins skipped = %v, want %s among them", got, Name)
-	}
-}
-
-// TestScoreWithCapacityScoring exercises the gated scorer (off at 1.36).
-func TestScoreWithCapacityScoring(t *testing.T) {
-	nodes := []*v1.Node{
-		st.MakeNode().Name("n1").Label(zoneKey, "a").Obj(),
-		st.MakeNode().Name("n2").Label(zoneKey, "b").Obj(),
-	}
-	snapshot := st.NewSnapshot(nil, nodes)
-	objs := []k8sruntime.Object{
-		st.MakeStorageClass("local").WaitForFirstConsumer().Obj(),
-		st.MakeStorageClass("tracked").WaitForFirstConsumer().Provisioner(capDriver).Obj(),
-		st.MakeCSIDriver(capDriver).StorageCapacity(true).Obj(),
-		st.MakeCSIStorageCapacity("kube-system", "cap-a", "tracked").Topology(zoneKey, "a").Capacity("10Gi").Obj(),
-		st.MakeCSIStorageCapacity("kube-system", "cap-b", "tracked").Topology(zoneKey, "b").Capacity("40Gi").Obj(),
-		st.MakePV("pv-a").StorageClass("local").Capacity("4Gi").NodeAffinityIn(zoneKey, "a").Obj(),
-		st.MakePV("pv-b").StorageClass("local").Capacity("1Gi").NodeAffinityIn(zoneKey, "b").Obj(),
-		st.MakePVC("default", "static").StorageClass("local").Request("1Gi").Obj(),
-		st.MakePVC("default", "dynamic").StorageClass("tracked").Request("5Gi").Obj(),
-	}
-	e := newEnv(t, snapshot, nil, objs...)
-	pl, err := newWithFeatures(t.Context(), nil, e.fwk, features{storageCapacityScoring: true, volumeAttributesClass: true})
+	pl, err := newWithFeatures(t.Context(), nil, e.fwk, features{storageCapacityScoring: false, volumeAttributesClass: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pl.Close() })
-	tests := []struct {
-		name string
-		pod  *v1.Pod
-		want map[string]int64
-	}{
-		// Default shape: utilization 0 → 100, 100 → 0.
-		{name: "static binding: 1Gi of a 4Gi PV vs 1Gi of 1Gi", pod: st.MakePod().Name("p").PVC("static").Obj(), want: map[string]int64{"n1": 75, "n2": 0}},
-		{name: "provisioning: 5Gi of 10Gi vs 5Gi of 40Gi", pod: st.MakePod().Name("p").PVC("dynamic").Obj(), want: map[string]int64{"n1": 50, "n2": 88}},
-	}
-	ctx := t.Context()
+	pod := st.MakePod().Name("p").PVC("wffc").Obj()
+	state := framework.NewCycleState()
 	infos, _ := snapshot.NodeInfos().List()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			state := framework.NewCycleState()
-			if _, s := pl.PreFilter(ctx, state, tt.pod, infos); !s.IsSuccess() {
-				t.Fatal(s)
-			}
-			for _, ni := range infos {
-				if s := pl.Filter(ctx, state, tt.pod, ni); !s.IsSuccess() {
-					t.Fatalf("Filter %s: %v", ni.Node().Name, s)
-				}
-			}
-			if s := pl.PreScore(ctx, state, tt.pod, infos); !s.IsSuccess() {
-				t.Fatal(s)
-			}
-			got := map[string]int64{}
-			for _, ni := range infos {
-				score, s := pl.Score(ctx, state, tt.pod, ni)
-				if !s.IsSuccess() {
-					t.Fatal(s)
-				}
-				got[ni.Node().Name] = score
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("scores (-want +got):\n%s", diff)
-			}
-		})
+	if _, s := pl.PreFilter(t.Context(), state, pod, infos); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := pl.PreScore(t.Context(), state, pod, infos); !s.IsSkip() {
+		t.Errorf("PreScore = %v, want Skip", s)
 	}
 }
 

@@ -2,7 +2,7 @@
 // PreFilter/Filter plugin of kube-scheduler's default profile that keeps a
 // pod away from volumes it may not share.
 //
-// It matches upstream kube-scheduler 1.36 on two rules:
+// It matches upstream kube-scheduler 1.37 on two rules:
 //
 //   - disk conflicts with the pods already on the node, for the in-tree
 //     sources whose disks attach to one node at a time: a GCE PD (same
@@ -265,14 +265,15 @@ func shareMonitor(a, b []string) bool {
 	return false
 }
 
-// EventsToRegister: a deleted pod frees its disks and claims; a new node
+// EventsToRegister: a deleted pod frees its disks and claims (an
+// AssignedPod event, as upstream 1.37 registers it); a new node
 // has no disk in use; a created claim lets PreFilter read its access mode.
 // Volumes are immutable, so pod updates never matter, and claims' access
 // modes are immutable, so only claim creation does. With queueing hints
 // (GA since 1.34) upstream registers Node/Add alone, without a hint.
 func (pl *volumeRestrictions) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodDeleted},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: pl.isSchedulableAfterPersistentVolumeClaimAdded},
 	}, nil
@@ -298,14 +299,14 @@ func (*volumeRestrictions) isSchedulableAfterPersistentVolumeClaimAdded(logger k
 	return framework.QueueSkip, nil
 }
 
-// isSchedulableAfterPodDeleted queues the pod when the deleted pod held one
+// isSchedulableAfterAssignedPodDeleted queues the pod when the deleted pod held one
 // of its disks or used one of its claims. Like upstream, it does not fetch
 // the claim to check for ReadWriteOncePod (a lookup per event is too
 // costly for a hint), and it only considers pods of the same namespace.
-func (*volumeRestrictions) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+func (*volumeRestrictions) isSchedulableAfterAssignedPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
 	deleted, _, err := helper.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
-		return framework.Queue, fmt.Errorf("unexpected objects in isSchedulableAfterPodDeleted: %w", err)
+		return framework.Queue, fmt.Errorf("unexpected objects in isSchedulableAfterAssignedPodDeleted: %w", err)
 	}
 	if deleted.Namespace != pod.Namespace {
 		return framework.QueueSkip, nil

@@ -436,7 +436,7 @@ func TestFilterWithoutPreFilter(t *testing.T) {
 func TestEventsToRegister(t *testing.T) {
 	fwk := newFramework(t, nil, nil)
 	want := []st.Registration{
-		{Event: framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete}, Hinted: true},
+		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, Hinted: true},
 		// Upstream gives Node/Add no hint: every new node queues.
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, Hinted: false},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, Hinted: true},
@@ -471,7 +471,8 @@ func TestQueueingHints(t *testing.T) {
 		{name: "deleted pod shared the disk read-only", pod: podWith("p", gcePD("pd", true)).Obj(), event: assignedPodDelete, oldObj: podWith("x", gcePD("pd", true)).Node("n").Obj(), want: framework.QueueSkip},
 		{name: "deleted pod held another disk", pod: withDisk, event: assignedPodDelete, oldObj: podWith("x", gcePD("other", false)).Node("n").Obj(), want: framework.QueueSkip},
 		{name: "deleted pod used the claim", pod: withDisk, event: assignedPodDelete, oldObj: st.MakePod().Name("x").Node("n").PVC("data").Obj(), want: framework.Queue},
-		{name: "deleted unscheduled pod used the claim", pod: withDisk, event: podDelete, oldObj: st.MakePod().Name("x").PVC("data").Obj(), want: framework.Queue},
+		// Upstream 1.37 registers AssignedPod/Delete only.
+		{name: "deleted unscheduled pod is not registered", pod: withDisk, event: podDelete, oldObj: st.MakePod().Name("x").PVC("data").Obj(), want: framework.QueueSkip},
 		{name: "deleted pod used another claim", pod: withDisk, event: assignedPodDelete, oldObj: st.MakePod().Name("x").Node("n").PVC("other").Obj(), want: framework.QueueSkip},
 		{name: "deleted pod in another namespace", pod: withDisk, event: assignedPodDelete, oldObj: podWith("x", gcePD("pd", false)).Namespace("other").Node("n").PVC("data").Obj(), want: framework.QueueSkip},
 		{name: "deleted EBS user", pod: podWith("p", awsEBS("vol", true)).Obj(), event: assignedPodDelete, oldObj: podWith("x", awsEBS("vol", true)).Node("n").Obj(), want: framework.Queue},

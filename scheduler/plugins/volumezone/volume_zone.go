@@ -2,7 +2,7 @@
 // kube-scheduler's default profile that keeps a pod off nodes outside the
 // zone or region of the PersistentVolumes it already has.
 //
-// It matches upstream kube-scheduler 1.36: only PersistentVolumeClaims
+// It matches upstream kube-scheduler 1.37: only PersistentVolumeClaims
 // named in pod.spec.volumes are looked at (generic ephemeral volumes and
 // inline volumes are not), the topology is read from the bound PV's
 // topology.kubernetes.io/{zone,region} labels and their deprecated

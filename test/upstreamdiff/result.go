@@ -1,0 +1,104 @@
+package upstreamdiff
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// verdict is a framework status reduced to what both frameworks share.
+type verdict struct {
+	Code    string
+	Plugin  string
+	Reasons []string
+}
+
+// pluginScore is one Score plugin's normalized, weighted score of a node.
+type pluginScore struct {
+	Plugin string
+	Score  int64
+}
+
+// result is what one framework decided for one pod.
+type result struct {
+	// PreFilter is the merged PreFilter status.
+	PreFilter verdict
+	// PreFilterNodes is the PreFilterResult's node set, sorted; nil when
+	// PreFilter kept every node.
+	PreFilterNodes []string
+	// Filter is each node's Filter status (Code "Success" when it passed);
+	// nodes PreFilter ruled out are absent.
+	Filter map[string]verdict
+	// Scores are the feasible nodes' scores per Score plugin, in the
+	// framework's plugin order, and Totals their sums.
+	Scores map[string][]pluginScore
+	Totals map[string]int64
+	// Message is the unschedulable message when no node passed.
+	Message string
+	// PostFilter is the PostFilter status when no node passed, Nominated
+	// the node it nominated and Victims the pods it deleted, sorted.
+	PostFilter verdict
+	Nominated  string
+	Victims    []string
+	// Signature is the pod's opportunistic-batching signature, as text.
+	Signature string
+	// Err is an internal error of any extension point.
+	Err string
+}
+
+// nominations are the pods nominated to nodes by earlier preemptions,
+// which both frameworks' Filter must count on those nodes: kube-scheduler
+// keeps them in its queue's nominator.
+type nominations map[string][]*v1.Pod
+
+// side is one framework under comparison, over its own fake clientset
+// and a snapshot rebuilt from the harness's cluster state.
+type side interface {
+	// setState replaces the snapshot with nodes and the bound pods, and
+	// the nominator's content with nominated.
+	setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominations) error
+	// cycle runs one scheduling cycle for pod over nodes, in that order.
+	cycle(ctx context.Context, pod *v1.Pod, nodes []string) *result
+	// bind records in the clientset that pod is now bound.
+	bind(ctx context.Context, pod *v1.Pod) error
+	// clientset is the side's fake clientset.
+	clientset() *fake.Clientset
+	// deleted returns the pods deleted through the clientset so far, in
+	// the order of the calls.
+	deleted() []string
+	close()
+}
+
+// deletions records the pods deleted through a fake clientset: the
+// victims preemption evicts, in the background on both sides.
+type deletions struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func newFakeClient(objs []k8sruntime.Object, d *deletions) *fake.Clientset {
+	copies := make([]k8sruntime.Object, len(objs))
+	for i, o := range objs {
+		copies[i] = o.DeepCopyObject()
+	}
+	client := fake.NewClientset(copies...)
+	client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		da := a.(clienttesting.DeleteAction)
+		d.mu.Lock()
+		d.names = append(d.names, da.GetNamespace()+"/"+da.GetName())
+		d.mu.Unlock()
+		return false, nil, nil
+	})
+	return client
+}
+
+func (d *deletions) list() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.names)
+}

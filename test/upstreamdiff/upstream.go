@@ -1,0 +1,222 @@
+package upstreamdiff
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+)
+
+// upstreamSide is kube-scheduler 1.37.2's framework with its default
+// profile, built from its v1 defaults and in-tree registry under its
+// default feature gates.
+type upstreamSide struct {
+	fwk       framework.Framework
+	client    *fake.Clientset
+	snapshot  *upstreamLister
+	nominator *upstreamNominator
+	deletions deletions
+	cancel    context.CancelFunc
+}
+
+// upstreamLister lets the harness swap the snapshot under an instance
+// built once; plugins read it through the handle at each cycle.
+type upstreamLister struct{ *cache.Snapshot }
+
+// upstreamNominator serves the harness's nominations; the frameworks only
+// read them, the harness records them.
+type upstreamNominator struct{ pods nominations }
+
+func (*upstreamNominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (*upstreamNominator) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (*upstreamNominator) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+
+func (n *upstreamNominator) NominatedPodsForNode(node string) []fwk.PodInfo {
+	var out []fwk.PodInfo
+	for _, p := range n.pods[node] {
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			panic(err) // the generated pods always parse
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+// upstreamProfile is the default profile of kube-scheduler 1.37.2 without
+// DynamicResources, which profile-scheduler does not build yet.
+func upstreamProfile() (*config.KubeSchedulerProfile, error) {
+	cfg, err := latest.Default()
+	if err != nil {
+		return nil, err
+	}
+	prof := cfg.Profiles[0].DeepCopy()
+	prof.Plugins.MultiPoint.Enabled = slices.DeleteFunc(prof.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool {
+		return p.Name == names.DynamicResources
+	})
+	prof.PluginConfig = slices.DeleteFunc(prof.PluginConfig, func(pc config.PluginConfig) bool {
+		return pc.Name == names.DynamicResources
+	})
+	return prof, nil
+}
+
+func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSide, error) {
+	prof, err := upstreamProfile()
+	if err != nil {
+		return nil, err
+	}
+	// The framework records plugin metrics into upstream's global
+	// metrics, which must exist first (registration happens once).
+	metrics.Register()
+	ctx, cancel := context.WithCancel(ctx)
+	s := &upstreamSide{snapshot: &upstreamLister{cache.NewEmptySnapshot()}, nominator: &upstreamNominator{}, cancel: cancel}
+	s.client = newFakeClient(objs, &s.deletions)
+	factory := informers.NewSharedInformerFactory(s.client, 0)
+	// As kube-scheduler's New wires it: NodeVolumeLimits reads CSINodes here.
+	csi := nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())
+	f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), prof,
+		frameworkruntime.WithClientSet(s.client),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithSnapshotSharedLister(s.snapshot),
+		frameworkruntime.WithMutableSnapshotLister(s.snapshot),
+		frameworkruntime.WithSharedCSIManager(csi),
+		frameworkruntime.WithPodNominator(s.nominator),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
+	)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("building kube-scheduler's framework: %w", err)
+	}
+	s.fwk = f
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return s, nil
+}
+
+func (s *upstreamSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominations) error {
+	s.snapshot.Snapshot = cache.NewSnapshot(pods, nodes)
+	s.nominator.pods = nominated
+	return nil
+}
+
+func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
+	_, err := s.client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+func (s *upstreamSide) deleted() []string { return s.deletions.list() }
+
+func (s *upstreamSide) clientset() *fake.Clientset { return s.client }
+
+func (s *upstreamSide) close() { s.cancel() }
+
+func upstreamVerdict(st *fwk.Status) verdict {
+	if st.IsSuccess() {
+		return verdict{Code: st.Code().String()}
+	}
+	return verdict{Code: st.Code().String(), Plugin: st.Plugin(), Reasons: st.Reasons()}
+}
+
+// cycle follows kube-scheduler's findNodesThatFitPod, prioritizeNodes and
+// PostFilter call, but filters every node so each one's verdict is seen.
+func (s *upstreamSide) cycle(ctx context.Context, pod *v1.Pod, nodeNames []string) *result {
+	res := &result{Signature: string(s.fwk.SignPod(ctx, pod))}
+	state := framework.NewCycleState()
+	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	fitError := func() {
+		res.Message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}).Error()
+	}
+	postFilter := func() {
+		r, st := s.fwk.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)
+		res.PostFilter = upstreamVerdict(st)
+		if r != nil && r.NominatingInfo != nil {
+			res.Nominated = r.NominatedNodeName
+		}
+	}
+	preRes, st, unschedulable := s.fwk.RunPreFilterPlugins(ctx, state, pod)
+	diagnosis.UnschedulablePlugins = unschedulable
+	res.PreFilter = upstreamVerdict(st)
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			res.Err = st.AsError().Error()
+			return res
+		}
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(st)
+		diagnosis.PreFilterMsg = st.Message()
+		diagnosis.AddPluginStatus(st)
+		fitError()
+		postFilter()
+		return res
+	}
+	candidates := nodeNames
+	if !preRes.AllNodes() {
+		res.PreFilterNodes = sets.List(preRes.NodeNames)
+		candidates = slices.DeleteFunc(slices.Clone(nodeNames), func(n string) bool { return !preRes.NodeNames.Has(n) })
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unschedulable))))
+	}
+	res.Filter = map[string]verdict{}
+	var feasible []fwk.NodeInfo
+	for _, name := range candidates {
+		ni, err := s.snapshot.Get(name)
+		if err != nil {
+			res.Err = err.Error()
+			return res
+		}
+		st := s.fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+		res.Filter[name] = upstreamVerdict(st)
+		switch {
+		case st.IsSuccess():
+			feasible = append(feasible, ni)
+		case st.Code() == fwk.Error:
+			res.Err = st.AsError().Error()
+			return res
+		default:
+			diagnosis.NodeToStatus.Set(name, st)
+			diagnosis.AddPluginStatus(st)
+		}
+	}
+	if len(feasible) == 0 {
+		fitError()
+		postFilter()
+		return res
+	}
+	if st := s.fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		res.Err = st.AsError().Error()
+		return res
+	}
+	scores, st := s.fwk.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		res.Err = st.AsError().Error()
+		return res
+	}
+	res.Scores = map[string][]pluginScore{}
+	res.Totals = map[string]int64{}
+	for _, nps := range scores {
+		for _, ps := range nps.Scores {
+			res.Scores[nps.Name] = append(res.Scores[nps.Name], pluginScore{Plugin: ps.Name, Score: ps.Score})
+		}
+		res.Totals[nps.Name] = nps.TotalScore
+	}
+	return res
+}
