@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -32,6 +34,7 @@ func newRunningEnv(t *testing.T, snapshot framework.SharedLister, args *configv1
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	bumpResourceVersions(client)
+	watching := watchStarts(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	fwk := st.NewFramework(t, registry(t), profile(args), snapshot,
 		runtime.WithClientSet(client), runtime.WithInformerFactory(factory))
@@ -41,12 +44,39 @@ func newRunningEnv(t *testing.T, snapshot framework.SharedLister, args *configv1
 		cancel()
 		factory.Shutdown()
 	})
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+	synced := factory.WaitForCacheSync(ctx.Done())
+	for typ, ok := range synced {
 		if !ok {
 			t.Fatalf("informer of %v did not sync", typ)
 		}
 	}
+	// The fake API server sends a watch only what happens after the watch
+	// starts, and an informer starts it after its list: a change made in
+	// between would never reach the informer. Tests change objects only
+	// once every informer watches.
+	for range synced {
+		select {
+		case <-watching:
+		case <-time.After(wait.ForeverTestTimeout):
+			t.Fatal("an informer did not start its watch")
+		}
+	}
 	return &env{client: client, factory: factory, fwk: fwk}
+}
+
+// watchStarts reports every watch the fake API server has started, once
+// it is started, on the returned channel.
+func watchStarts(client *fake.Clientset) <-chan struct{} {
+	started := make(chan struct{}, 64)
+	client.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		started <- struct{}{}
+		return true, w, nil
+	})
+	return started
 }
 
 // bumpResourceVersions makes the fake API server set a new
