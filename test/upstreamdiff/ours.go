@@ -17,6 +17,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -59,11 +60,18 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 	s := &oursSide{snapshot: &oursLister{cache.NewEmptySnapshot()}, nominator: &oursNominator{}, cancel: cancel}
 	s.client = newFakeClient(objs, &s.deletions)
 	factory := informers.NewSharedInformerFactory(s.client, 0)
+	// As the scheduler builds it, before its informers start.
+	dra, err := dynamicresources.NewManager(ctx, s.client, factory)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("building profile-scheduler's DRA manager: %w", err)
+	}
 	f, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), nil,
 		runtime.WithDefaultPlugins(plugins.DefaultPlugins()),
 		runtime.WithClientSet(s.client),
 		runtime.WithInformerFactory(factory),
 		runtime.WithSnapshotSharedLister(s.snapshot),
+		runtime.WithSharedDRAManager(dra),
 		runtime.WithPodNominator(s.nominator),
 		runtime.WithEventRecorder(&events.FakeRecorder{}),
 	)
