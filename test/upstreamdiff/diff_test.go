@@ -99,6 +99,11 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 		if want.Nominated != "" || got.Nominated != "" {
 			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
 		}
+		if len(pod.Spec.ResourceClaims) > 0 {
+			if err := awaitClaims(ctx, up, ours); err != nil {
+				t.Fatal(err)
+			}
+		}
 		total.pods++
 		total.outcomes[outcome(want)]++
 		diffs := compare(want, got)
@@ -325,6 +330,9 @@ func podSummary(p *v1.Pod) string {
 	}
 	for _, v := range p.Spec.Volumes {
 		fmt.Fprintf(&b, "  volume %s %+v\n", v.Name, v.VolumeSource)
+	}
+	for _, c := range p.Spec.ResourceClaims {
+		fmt.Fprintf(&b, "  resource claim %s: %s\n", c.Name, *c.ResourceClaimName)
 	}
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -30,6 +31,7 @@ type oursSide struct {
 	snapshot  *oursLister
 	nominator *oursNominator
 	deletions deletions
+	claims    resourcelisters.ResourceClaimLister
 	cancel    context.CancelFunc
 }
 
@@ -80,6 +82,7 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 		return nil, fmt.Errorf("building profile-scheduler's framework: %w", err)
 	}
 	s.fwk = f
+	s.claims = factory.Resource().V1().ResourceClaims().Lister()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	return s, nil
@@ -115,6 +118,8 @@ func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {
 func (s *oursSide) deleted() []string { return s.deletions.list() }
 
 func (s *oursSide) clientset() *fake.Clientset { return s.client }
+
+func (s *oursSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
 
 func (s *oursSide) close() {
 	s.cancel()

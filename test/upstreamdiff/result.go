@@ -2,12 +2,19 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -68,6 +75,8 @@ type side interface {
 	bind(ctx context.Context, pod *v1.Pod) error
 	// clientset is the side's fake clientset.
 	clientset() *fake.Clientset
+	// claimLister lists the ResourceClaims the side's informer holds.
+	claimLister() resourcelisters.ResourceClaimLister
 	// deleted returns the pods deleted through the clientset so far, in
 	// the order of the calls.
 	deleted() []string
@@ -94,6 +103,22 @@ func newFakeClient(objs []k8sruntime.Object, d *deletions) *fake.Clientset {
 		d.mu.Unlock()
 		return false, nil, nil
 	})
+	// The fake tracker keeps the resourceVersion a write sends, where the
+	// API server bumps it: upstream's assume cache ignores an update that
+	// is not newer, so PostFilter's deallocation of a claim would never
+	// reach it.
+	client.PrependReactor("update", "resourceclaims", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		obj, err := meta.Accessor(a.(clienttesting.UpdateAction).GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		version, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return true, nil, err
+		}
+		obj.SetResourceVersion(strconv.FormatInt(version+1, 10))
+		return false, nil, nil
+	})
 	return client
 }
 
@@ -101,4 +126,42 @@ func (d *deletions) list() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.names)
+}
+
+// awaitClaims waits, up to 2 seconds, until each side's ResourceClaim
+// informer holds the claims' status its clientset does: PostFilter's
+// deallocation writes through the API, and the next cycle must read it on
+// both sides alike.
+func awaitClaims(ctx context.Context, sides ...side) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for _, s := range sides {
+		for {
+			synced, err := claimsSynced(ctx, s)
+			if err != nil {
+				return err
+			}
+			if synced {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("ResourceClaim informer did not catch up with the API")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func claimsSynced(ctx context.Context, s side) (bool, error) {
+	list, err := s.clientset().ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range list.Items {
+		cached, err := s.claimLister().ResourceClaims(c.Namespace).Get(c.Name)
+		if err != nil || !equality.Semantic.DeepEqual(cached.Status, c.Status) {
+			return false, nil
+		}
+	}
+	return true, nil
 }

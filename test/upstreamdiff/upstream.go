@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/events"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
@@ -38,6 +39,7 @@ type upstreamSide struct {
 	snapshot  *upstreamLister
 	nominator *upstreamNominator
 	deletions deletions
+	claims    resourcelisters.ResourceClaimLister
 	cancel    context.CancelFunc
 }
 
@@ -126,6 +128,7 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 		return nil, fmt.Errorf("building kube-scheduler's framework: %w", err)
 	}
 	s.fwk = f
+	s.claims = factory.Resource().V1().ResourceClaims().Lister()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	return s, nil
@@ -145,6 +148,8 @@ func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
 func (s *upstreamSide) deleted() []string { return s.deletions.list() }
 
 func (s *upstreamSide) clientset() *fake.Clientset { return s.client }
+
+func (s *upstreamSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
 
 func (s *upstreamSide) close() { s.cancel() }
 
