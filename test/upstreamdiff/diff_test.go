@@ -103,6 +103,16 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			if err := awaitClaims(ctx, up, ours); err != nil {
 				t.Fatal(err)
 			}
+			if node := pick(want.Totals); node != "" {
+				assumed := pod.DeepCopy()
+				assumed.Spec.NodeName = node
+				if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+					t.Fatal(err)
+				}
+				if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		total.pods++
 		total.outcomes[outcome(want)]++
@@ -304,6 +314,8 @@ func compare(want, got *result) map[string]string {
 	check("postfilter", want.PostFilter, got.PostFilter)
 	check("nominated", want.Nominated, got.Nominated)
 	check("victims", want.Victims, got.Victims)
+	check("reserve", want.Reserve, got.Reserve)
+	check("devices", want.Devices, got.Devices)
 	return out
 }
 

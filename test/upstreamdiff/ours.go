@@ -2,6 +2,7 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -32,7 +34,10 @@ type oursSide struct {
 	nominator *oursNominator
 	deletions deletions
 	claims    resourcelisters.ResourceClaimLister
-	cancel    context.CancelFunc
+	dra       *dynamicresources.Manager
+	// state is the last cycle's, which reserve continues.
+	state  *framework.CycleState
+	cancel context.CancelFunc
 }
 
 // oursNominator is upstreamNominator for this framework.
@@ -83,8 +88,14 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 	}
 	s.fwk = f
 	s.claims = factory.Resource().V1().ResourceClaims().Lister()
+	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// As the scheduler waits for its event sources before it schedules.
+	if !toolscache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced) {
+		cancel()
+		return nil, errors.New("profile-scheduler's DRA caches did not sync")
+	}
 	return s, nil
 }
 
@@ -108,6 +119,20 @@ func (s *oursSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominati
 	}
 	s.snapshot.Snapshot = snapshot
 	return nil
+}
+
+func (s *oursSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
+	v := oursVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return v, nil, err
+	}
+	var devices []string
+	for id := range allocated.AllocatedDevices {
+		devices = append(devices, id.String())
+	}
+	slices.Sort(devices)
+	return v, devices, nil
 }
 
 func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {
@@ -137,6 +162,7 @@ func oursVerdict(st *framework.Status) verdict {
 func (s *oursSide) cycle(ctx context.Context, pod *v1.Pod, nodeNames []string) *result {
 	res := &result{Signature: string(s.fwk.SignPod(ctx, pod))}
 	state := framework.NewCycleState()
+	s.state = state
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	fitError := func() {
 		res.Message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}).Error()

@@ -52,6 +52,12 @@ type result struct {
 	PostFilter verdict
 	Nominated  string
 	Victims    []string
+	// Reserve is the Reserve status on the node the harness placed a pod
+	// with ResourceClaims on, and Devices the devices then in use, sorted:
+	// Reserve counts the claims' new allocations as in flight, so later
+	// pods compete for what is left.
+	Reserve verdict
+	Devices []string
 	// Signature is the pod's opportunistic-batching signature, as text.
 	Signature string
 	// Err is an internal error of any extension point.
@@ -71,6 +77,10 @@ type side interface {
 	setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominations) error
 	// cycle runs one scheduling cycle for pod over nodes, in that order.
 	cycle(ctx context.Context, pod *v1.Pod, nodes []string) *result
+	// reserve runs the Reserve plugins for pod on node in the state of
+	// the side's last cycle, which was pod's, and returns their verdict
+	// and the devices in use afterwards.
+	reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error)
 	// bind records in the clientset that pod is now bound.
 	bind(ctx context.Context, pod *v1.Pod) error
 	// clientset is the side's fake clientset.

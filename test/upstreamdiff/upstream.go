@@ -2,6 +2,7 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
@@ -40,7 +42,10 @@ type upstreamSide struct {
 	nominator *upstreamNominator
 	deletions deletions
 	claims    resourcelisters.ResourceClaimLister
-	cancel    context.CancelFunc
+	dra       fwk.SharedDRAManager
+	// state is the last cycle's, which reserve continues.
+	state  *framework.CycleState
+	cancel context.CancelFunc
 }
 
 // upstreamLister lets the harness swap the snapshot under an instance
@@ -129,8 +134,15 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 	}
 	s.fwk = f
 	s.claims = factory.Resource().V1().ResourceClaims().Lister()
+	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// As kube-scheduler's WaitForHandlersSync: the claims' handlers, which
+	// count the devices in use, and the tracker have seen every object.
+	if !toolscache.WaitForCacheSync(ctx.Done(), claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}).HasSynced, tracker.HasSynced) {
+		cancel()
+		return nil, errors.New("kube-scheduler's DRA caches did not sync")
+	}
 	return s, nil
 }
 
@@ -138,6 +150,20 @@ func (s *upstreamSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nomi
 	s.snapshot.Snapshot = cache.NewSnapshot(pods, nodes)
 	s.nominator.pods = nominated
 	return nil
+}
+
+func (s *upstreamSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
+	v := upstreamVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return v, nil, err
+	}
+	var devices []string
+	for id := range allocated.AllocatedDevices {
+		devices = append(devices, id.String())
+	}
+	slices.Sort(devices)
+	return v, devices, nil
 }
 
 func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
@@ -165,6 +191,7 @@ func upstreamVerdict(st *fwk.Status) verdict {
 func (s *upstreamSide) cycle(ctx context.Context, pod *v1.Pod, nodeNames []string) *result {
 	res := &result{Signature: string(s.fwk.SignPod(ctx, pod))}
 	state := framework.NewCycleState()
+	s.state = state
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	fitError := func() {
 		res.Message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}).Error()
