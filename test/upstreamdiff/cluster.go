@@ -133,6 +133,11 @@ func newCluster(seed uint64, numNodes, numPending int) *cluster {
 	}
 	for i := range numPending {
 		p := g.pod(fmt.Sprintf("pending-%03d", i), false)
+		if g.chance(0.1) {
+			if claim := g.generatedClaim(p); claim != nil {
+				c.objects = append(c.objects, claim)
+			}
+		}
 		c.pending = append(c.pending, p)
 		c.objects = append(c.objects, p)
 	}

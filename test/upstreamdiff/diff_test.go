@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 var (
@@ -344,7 +345,10 @@ func podSummary(p *v1.Pod) string {
 		fmt.Fprintf(&b, "  volume %s %+v\n", v.Name, v.VolumeSource)
 	}
 	for _, c := range p.Spec.ResourceClaims {
-		fmt.Fprintf(&b, "  resource claim %s: %s\n", c.Name, *c.ResourceClaimName)
+		fmt.Fprintf(&b, "  resource claim %s: %s%s\n", c.Name, ptr.Deref(c.ResourceClaimName, ""), ptr.Deref(c.ResourceClaimTemplateName, ""))
+	}
+	for _, c := range p.Status.ResourceClaimStatuses {
+		fmt.Fprintf(&b, "  generated claim %s: %s\n", c.Name, ptr.Deref(c.ResourceClaimName, ""))
 	}
 	return b.String()
 }

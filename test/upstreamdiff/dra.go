@@ -21,6 +21,9 @@ const (
 	classH100    = "gpu-h100"
 	classNIC     = "nic"
 	classMissing = "no-such-class"
+
+	unhealthyTaint   = gpuDriver + "/unhealthy"
+	maintenanceTaint = "maintenance"
 )
 
 // draState is what the generator knows of the devices it drew: each
@@ -67,6 +70,12 @@ func (g *generator) dra() []k8sruntime.Object {
 					"memory": {Value: resource.MustParse(g.one([]string{"40Gi", "80Gi"}))},
 				},
 			})
+			if g.chance(0.15) {
+				devices[i].Taints = []resourceapi.DeviceTaint{{
+					Key:    unhealthyTaint,
+					Effect: resourceapi.DeviceTaintEffect(g.one([]string{"NoSchedule", "NoExecute", "None"})),
+				}}
+			}
 			g.devices.freeGPUs[n.Name] = append(g.devices.freeGPUs[n.Name], name)
 		}
 		objs = append(objs, &resourceapi.ResourceSlice{
@@ -90,6 +99,16 @@ func (g *generator) dra() []k8sruntime.Object {
 			Devices: []resourceapi.Device{{Name: "nic-0"}, {Name: "nic-1"}},
 		},
 	})
+	if g.chance(0.5) {
+		// Applied by both ResourceSlice trackers.
+		objs = append(objs, &resourceapi.DeviceTaintRule{
+			ObjectMeta: metav1.ObjectMeta{Name: "nic-maintenance"},
+			Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: ptr.To(nicDriver), Pool: ptr.To("fabric-zone-a"), Device: ptr.To("nic-1")},
+				Taint:          resourceapi.DeviceTaint{Key: maintenanceTaint, Effect: resourceapi.DeviceTaintEffectNoSchedule},
+			},
+		})
+	}
 	for _, ns := range namespaces {
 		exact := func(class string, count int64, expr string) resourceapi.DeviceRequest {
 			r := resourceapi.DeviceRequest{Name: "req", Exactly: &resourceapi.ExactDeviceRequest{
@@ -109,6 +128,10 @@ func (g *generator) dra() []k8sruntime.Object {
 		gpuAndNIC := exact(classGPU, 1, fmt.Sprintf("device.attributes[%q].index == 0", gpuDriver))
 		nic := exact(classNIC, 1, "")
 		nic.Name = "nic"
+		tolerantGPU := exact(classGPU, 1, "")
+		tolerantGPU.Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: unhealthyTaint, Operator: resourceapi.DeviceTolerationOpExists}}
+		tolerantNIC := exact(classNIC, 2, "")
+		tolerantNIC.Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: maintenanceTaint, Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 		for _, c := range []struct {
 			name     string
 			requests []resourceapi.DeviceRequest
@@ -122,6 +145,8 @@ func (g *generator) dra() []k8sruntime.Object {
 			{"nic", []resourceapi.DeviceRequest{exact(classNIC, 1, "")}},
 			{"gpu-and-nic", []resourceapi.DeviceRequest{gpuAndNIC, nic}},
 			{"missing-class", []resourceapi.DeviceRequest{exact(classMissing, 1, "")}},
+			{"tolerant-gpu", []resourceapi.DeviceRequest{tolerantGPU}},
+			{"both-nics", []resourceapi.DeviceRequest{tolerantNIC}},
 		} {
 			objs = append(objs, g.claim(ns, c.name, c.requests...))
 		}
@@ -180,6 +205,24 @@ func (g *generator) allocatedClaim(ns, name string, pod *v1.Pod) *resourceapi.Re
 		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
 		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, v1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To(c.Name)})
 	}
+	return c
+}
+
+// generatedClaim gives a pending pod a claim from a template: the claim
+// the controller made for it, owned by the pod and named in its status,
+// or, sometimes, not made yet.
+func (g *generator) generatedClaim(p *v1.Pod) *resourceapi.ResourceClaim {
+	p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: "generated", ResourceClaimTemplateName: ptr.To("gpu-template")})
+	if g.chance(0.2) {
+		return nil
+	}
+	c := g.claim(p.Namespace, p.Name+"-generated", resourceapi.DeviceRequest{Name: "req", Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: g.one([]string{classGPU, classH100}), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+	}})
+	// Only the pod may use it.
+	g.devices.claims[p.Namespace] = slices.DeleteFunc(g.devices.claims[p.Namespace], func(n string) bool { return n == c.Name })
+	c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}
+	p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: "generated", ResourceClaimName: ptr.To(c.Name)})
 	return c
 }
 
