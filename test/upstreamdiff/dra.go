@@ -96,7 +96,19 @@ func (g *generator) dra() []k8sruntime.Object {
 			NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
 				{Key: zoneKey, Operator: v1.NodeSelectorOpIn, Values: []string{"zone-a"}},
 			}}}},
-			Devices: []resourceapi.Device{{Name: "nic-0"}, {Name: "nic-1"}},
+			Devices: []resourceapi.Device{{Name: "nic-0"}, {Name: "nic-1"}, {
+				// Shared by claims up to its bandwidth (consumable capacity).
+				Name:                     "nic-shared",
+				AllowMultipleAllocations: ptr.To(true),
+				Attributes:               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"shared": {BoolValue: ptr.To(true)}},
+				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"bandwidth": {
+					Value: resource.MustParse("100Gi"),
+					RequestPolicy: &resourceapi.CapacityRequestPolicy{
+						Default:    ptr.To(resource.MustParse("10Gi")),
+						ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Gi")), Step: ptr.To(resource.MustParse("1Gi"))},
+					},
+				}},
+			}},
 		},
 	})
 	if g.chance(0.5) {
@@ -132,6 +144,11 @@ func (g *generator) dra() []k8sruntime.Object {
 		tolerantGPU.Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: unhealthyTaint, Operator: resourceapi.DeviceTolerationOpExists}}
 		tolerantNIC := exact(classNIC, 2, "")
 		tolerantNIC.Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: maintenanceTaint, Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		sharedExpr := fmt.Sprintf("device.attributes[%q].?shared.orValue(false)", nicDriver)
+		bandwidth := exact(classNIC, 1, sharedExpr)
+		bandwidth.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+			"bandwidth": resource.MustParse(g.one([]string{"30Gi", "45Gi", "2500Mi"})),
+		}}
 		for _, c := range []struct {
 			name     string
 			requests []resourceapi.DeviceRequest
@@ -147,6 +164,8 @@ func (g *generator) dra() []k8sruntime.Object {
 			{"missing-class", []resourceapi.DeviceRequest{exact(classMissing, 1, "")}},
 			{"tolerant-gpu", []resourceapi.DeviceRequest{tolerantGPU}},
 			{"both-nics", []resourceapi.DeviceRequest{tolerantNIC}},
+			{"nic-bandwidth", []resourceapi.DeviceRequest{bandwidth}},
+			{"nic-default-bandwidth", []resourceapi.DeviceRequest{exact(classNIC, 1, sharedExpr)}},
 		} {
 			objs = append(objs, g.claim(ns, c.name, c.requests...))
 		}

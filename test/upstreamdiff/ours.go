@@ -127,12 +127,7 @@ func (s *oursSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdi
 	if err != nil {
 		return v, nil, err
 	}
-	var devices []string
-	for id := range allocated.AllocatedDevices {
-		devices = append(devices, id.String())
-	}
-	slices.Sort(devices)
-	return v, devices, nil
+	return v, devicesInUse(allocated), nil
 }
 
 func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {

@@ -3,6 +3,7 @@ package upstreamdiff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
 // verdict is a framework status reduced to what both frameworks share.
@@ -141,9 +143,11 @@ func (d *deletions) list() []string {
 // awaitClaims waits, up to 2 seconds, until each side's ResourceClaim
 // informer holds the claims' status its clientset does: PostFilter's
 // deallocation writes through the API, and the next cycle must read it on
-// both sides alike.
+// both sides alike. The handlers that count the devices in use run after
+// the informer's store changed, so after a wait it gives them a moment.
 func awaitClaims(ctx context.Context, sides ...side) error {
 	deadline := time.Now().Add(2 * time.Second)
+	waited := false
 	for _, s := range sides {
 		for {
 			synced, err := claimsSynced(ctx, s)
@@ -156,8 +160,12 @@ func awaitClaims(ctx context.Context, sides ...side) error {
 			if time.Now().After(deadline) {
 				return errors.New("ResourceClaim informer did not catch up with the API")
 			}
+			waited = true
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+	if waited {
+		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
 }
@@ -174,4 +182,20 @@ func claimsSynced(ctx context.Context, s side) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// devicesInUse lists, sorted, the devices allocated whole and the
+// capacity consumed of the devices shared (their share IDs are random).
+func devicesInUse(allocated *structured.AllocatedState) []string {
+	var out []string
+	for id := range allocated.AllocatedDevices {
+		out = append(out, id.String())
+	}
+	for id, consumed := range allocated.AggregatedCapacity {
+		for name, q := range consumed {
+			out = append(out, fmt.Sprintf("%s %s=%s", id, name, q))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

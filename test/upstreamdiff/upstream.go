@@ -158,12 +158,7 @@ func (s *upstreamSide) reserve(ctx context.Context, pod *v1.Pod, node string) (v
 	if err != nil {
 		return v, nil, err
 	}
-	var devices []string
-	for id := range allocated.AllocatedDevices {
-		devices = append(devices, id.String())
-	}
-	slices.Sort(devices)
-	return v, devices, nil
+	return v, devicesInUse(allocated), nil
 }
 
 func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
