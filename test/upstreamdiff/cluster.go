@@ -64,8 +64,8 @@ type cluster struct {
 	bound   []*v1.Pod
 	pending []*v1.Pod
 	// objects are the API objects both fake clientsets start with (nodes,
-	// pods, namespaces, storage, DRA objects, PodDisruptionBudgets): preemption reads
-	// the preemptor and evicts victims through the API.
+	// pods, namespaces, storage, DRA objects, PodDisruptionBudgets):
+	// preemption reads the preemptor and evicts victims through the API.
 	objects []k8sruntime.Object
 }
 
