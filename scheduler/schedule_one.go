@@ -372,7 +372,7 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 		// as good as any, as upstream.
 		numToFind = 1
 	}
-	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
+	feasible, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, p.nextStartNodeIndex, numToFind)
 	// Move the start even on error, so every node gets its turn. As
 	// upstream, by the feasible nodes and every node with a status: those
 	// the search rejected and a hinted or nominated node rejected above.
@@ -400,7 +400,7 @@ func (p *nodePicker) evaluateNominatedNode(ctx context.Context, fwk framework.Fr
 	if err != nil {
 		return nil, err
 	}
-	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, diagnosis, []*framework.NodeInfo{ni}, 0, 1)
+	feasible, err := fwk.FindNodesThatPassFilters(ctx, state, pod, diagnosis, []*framework.NodeInfo{ni}, 0, 1)
 	if err != nil {
 		return nil, err
 	}

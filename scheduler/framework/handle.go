@@ -103,9 +103,8 @@ type Framework interface {
 	// in parallel, starting at nodes[start%len(nodes)] and stopping once
 	// numNodesToFind nodes passed. Rejections are recorded in
 	// diagnosis.NodeToStatus and diagnosis.UnschedulablePlugins. It
-	// returns the feasible nodes and how many nodes it processed (those
-	// it found feasible or rejected).
-	FindNodesThatPassFilters(ctx context.Context, state *CycleState, pod *v1.Pod, diagnosis *Diagnosis, nodes []*NodeInfo, start, numNodesToFind int) ([]*NodeInfo, int, error)
+	// returns the feasible nodes.
+	FindNodesThatPassFilters(ctx context.Context, state *CycleState, pod *v1.Pod, diagnosis *Diagnosis, nodes []*NodeInfo, start, numNodesToFind int) ([]*NodeInfo, error)
 	// RunPostFilterPlugins runs PostFilter plugins until one succeeds.
 	RunPostFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, filteredNodeStatusMap NodeToStatusReader) (*PostFilterResult, *Status)
 	// RunPermitPlugins runs Permit plugins. On Wait it registers the pod as

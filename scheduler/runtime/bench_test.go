@@ -117,7 +117,7 @@ func BenchmarkFilter5000Nodes(b *testing.B) {
 			b.Fatal(s)
 		}
 		diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		feasible, _, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes))
+		feasible, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes))
 		if err != nil || len(feasible) != len(nodes) {
 			b.Fatalf("feasible %d, err %v", len(feasible), err)
 		}
@@ -135,7 +135,7 @@ func BenchmarkFilter5000NodesAdaptive(b *testing.B) {
 		state := framework.NewCycleState()
 		fw.RunPreFilterPlugins(ctx, state, pod)
 		diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		feasible, _, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, want)
+		feasible, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, want)
 		if err != nil || len(feasible) != want {
 			b.Fatalf("feasible %d, err %v", len(feasible), err)
 		}
@@ -172,7 +172,7 @@ func BenchmarkFilterSampledMetrics(b *testing.B) {
 		state.SetRecordPluginMetrics(true)
 		fw.RunPreFilterPlugins(ctx, state, pod)
 		diag := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		if _, _, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes)); err != nil {
+		if _, err := fw.FindNodesThatPassFilters(ctx, state, pod, diag, nodes, 0, len(nodes)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -257,10 +257,10 @@ func (f *frameworkImpl) addNominatedPods(ctx context.Context, pod *v1.Pod, state
 // lock, as upstream does, rather than in a slot per node: that would cost
 // an allocation the size of the cluster every cycle, and most cycles
 // reject few nodes.
-func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *framework.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, nodes []*framework.NodeInfo, start, numNodesToFind int) ([]*framework.NodeInfo, int, error) {
+func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *framework.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, nodes []*framework.NodeInfo, start, numNodesToFind int) ([]*framework.NodeInfo, error) {
 	numAllNodes := len(nodes)
 	if numAllNodes == 0 || numNodesToFind <= 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
 	numNodesToFind = min(numNodesToFind, numAllNodes)
 	start = ((start % numAllNodes) + numAllNodes) % numAllNodes
@@ -269,7 +269,7 @@ func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *fra
 		for i := range feasible {
 			feasible[i] = nodes[(start+i)%numAllNodes]
 		}
-		return feasible, numNodesToFind, nil
+		return feasible, nil
 	}
 
 	begin := time.Now()
@@ -315,12 +315,11 @@ func (f *frameworkImpl) FindNodesThatPassFilters(ctx context.Context, state *fra
 		diagnosis.NodeToStatus.Set(r.node.Node().Name, r.status)
 		diagnosis.AddPluginStatus(r.status)
 	}
-	processed := len(feasible) + len(rejected.list)
 	if errs.err != nil {
 		code = framework.Error
-		return feasible, processed, errs.err
+		return feasible, errs.err
 	}
-	return feasible, processed, nil
+	return feasible, nil
 }
 
 // RunPostFilterPlugins runs PostFilter plugins until one returns Success,

@@ -40,7 +40,7 @@ func BenchmarkPreemption(b *testing.B) {
 	}
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	all, _ := e.snapshot.List()
-	if feasible, _, err := e.fwk.FindNodesThatPassFilters(ctx, state, p, &diagnosis, all, 0, len(all)); err != nil || len(feasible) != 0 {
+	if feasible, err := e.fwk.FindNodesThatPassFilters(ctx, state, p, &diagnosis, all, 0, len(all)); err != nil || len(feasible) != 0 {
 		b.Fatalf("Filter: %d feasible, %v", len(feasible), err)
 	}
 	b.ReportAllocs()

@@ -238,7 +238,7 @@ func (e *env) filterAndPostFilter(tb testing.TB, pod *v1.Pod) (*framework.PostFi
 		}
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(s)
 	} else {
-		feasible, _, err := e.fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, 0, len(nodes))
+		feasible, err := e.fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, nodes, 0, len(nodes))
 		if err != nil {
 			tb.Fatalf("Filter: %v", err)
 		}

@@ -87,7 +87,7 @@ func BenchmarkCycle(b *gotesting.B, fwk framework.Framework, pod *v1.Pod, numNod
 			b.Fatal(s)
 		}
 		diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-		feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, all, i, numNodesToFind)
+		feasible, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, all, i, numNodesToFind)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -126,7 +126,7 @@ func RunCycle(ctx context.Context, fwk framework.Framework, snapshot framework.S
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(framework.NewStatus(framework.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowing))))
 	}
-	feasible, _, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, candidates, 0, len(candidates))
+	feasible, err := fwk.FindNodesThatPassFilters(ctx, state, pod, &diagnosis, candidates, 0, len(candidates))
 	if err != nil {
 		res.Err = err
 		return res
