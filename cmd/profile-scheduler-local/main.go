@@ -236,7 +236,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.dra {
 		// node-1, node-3, …: half the nodes, across every zone.
 		for i := 1; i < len(nodes); i += 2 {
-			localcluster.AddSimulatedGPUs(nodes[i], localcluster.StandardGPUs)
+			localcluster.AddSimulatedGPUs(nodes[i], localcluster.StandardGPUs())
 			gpuNodes = append(gpuNodes, nodes[i].Name)
 		}
 	}
@@ -285,7 +285,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		factory.Start(runCtx.Done())
 		background = append(background, goDone(func() { driver.Run(runCtx); factory.Shutdown() }))
 		log.Info("Started the simulated DRA driver", "driver", localcluster.SimulatedDRADriverName, "deviceClass", localcluster.SimulatedGPUClassName,
-			"gpusPerNode", localcluster.StandardGPUs.Count)
+			"gpusPerNode", localcluster.StandardGPUs().Count)
 	}
 
 	mgr, err := newManager(runCtx, cluster.Config, cluster.WebhookServer(), o)

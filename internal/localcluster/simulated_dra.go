@@ -62,7 +62,9 @@ type SimulatedGPUs struct {
 }
 
 // StandardGPUs are the GPUs of the local run's GPU nodes.
-var StandardGPUs = SimulatedGPUs{Count: 4, Model: "sim-80g", Memory: "80Gi"}
+func StandardGPUs() SimulatedGPUs {
+	return SimulatedGPUs{Count: 4, Model: "sim-80g", Memory: "80Gi"}
+}
 
 // AddSimulatedGPUs labels node as having gpus, for the simulated DRA driver.
 func AddSimulatedGPUs(node *corev1.Node, gpus SimulatedGPUs) {

@@ -86,7 +86,7 @@ type publishedGPUs struct {
 }
 
 func TestSimulatedDRADriverFollowsTheNodes(t *testing.T) {
-	four := StandardGPUs
+	four := StandardGPUs()
 	two := SimulatedGPUs{Count: 2, Model: "sim-40g", Memory: "40Gi"}
 	// A slice of the driver for a node that has no GPUs, left by an
 	// earlier run.

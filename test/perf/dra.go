@@ -23,7 +23,7 @@ const draSetUpTimeout = 2 * time.Minute
 // them, until the returned stop is called.
 func (h *harness) startDRA(ctx context.Context, nodes []*corev1.Node) (gpuNodes int, stop func(), err error) {
 	for i := 1; i < len(nodes); i += 2 {
-		localcluster.AddSimulatedGPUs(nodes[i], localcluster.StandardGPUs)
+		localcluster.AddSimulatedGPUs(nodes[i], localcluster.StandardGPUs())
 		gpuNodes++
 	}
 	factory := informers.NewSharedInformerFactory(h.cs, 0)

@@ -265,7 +265,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err := h.awaitDevices(ctx, gpuNodes, ceilingNamespace, measureNamespace, upstreamNamespace); err != nil {
 			return nil, err
 		}
-		o.logf("   %d nodes with %d simulated GPUs each", gpuNodes, localcluster.StandardGPUs.Count)
+		o.logf("   %d nodes with %d simulated GPUs each", gpuNodes, localcluster.StandardGPUs().Count)
 	}
 	o.logf("   %d nodes in %v", w.Nodes, time.Since(start).Round(time.Millisecond))
 
