@@ -39,6 +39,21 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=persistentvolumes;persistentvolumeclaims,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch
 //
+// Dynamic Resource Allocation, the part of upstream 1.37's
+// system:kube-scheduler rules for resource.k8s.io that DynamicResources
+// uses: it reads classes, slices and DeviceTaintRules, updates claims (the
+// finalizer) and their status (allocation, reservedFor, deallocation in
+// PostFilter); resourceclaims/binding is what the API server asks of a
+// writer of allocation and reservedFor
+// (DRAResourceClaimGranularStatusAuthorization, on by default). Upstream
+// also lets kube-scheduler create, patch and delete claims, for the special
+// claims of DRAExtendedResource, which is not built.
+//
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=deviceclasses;resourceslices;devicetaintrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=update;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/binding,verbs=update;patch
+//
 // In the operator's own namespace only, through a Role of the same name
 // (system is config/rbac's placeholder, which config/default replaces with
 // the operator's namespace): the leader-election Lease, which the elector

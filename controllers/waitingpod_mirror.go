@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +21,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +61,7 @@ type WaitingPodMirror struct {
 	client   client.Client
 	recorder events.EventRecorder
 	holders  PermitHolders
+	claims   ClaimAllocations
 	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
 	// mu guards records.
@@ -141,14 +144,28 @@ type PermitHolders interface {
 	WaitingPodRunsPermit(uid types.UID, plugin string) bool
 }
 
+// ClaimAllocations is the scheduler's own view of ResourceClaims, which
+// the ResourceClaimTracker of its DRA manager gives: a held pod's devices
+// are set aside there in Reserve and written to its claims only in PreBind,
+// after Permit, so no API object shows them while the pod waits.
+type ClaimAllocations interface {
+	// Get returns a claim as the scheduler knows it.
+	Get(namespace, claimName string) (*resourceapi.ResourceClaim, error)
+	// GetPendingAllocation returns the allocation of a claim decided in
+	// Reserve and not written yet, or nil.
+	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+}
+
 // NewWaitingPodMirror returns a mirror that writes with c, records on
-// WaitingPods with recorder and asks holders which Permit plugins hold a
-// pod. Register it with SetupWithManager.
-func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder, holders PermitHolders) *WaitingPodMirror {
+// WaitingPods with recorder, asks holders which Permit plugins hold a pod
+// and claims which devices its ResourceClaims would get. Register it with
+// SetupWithManager.
+func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder, holders PermitHolders, claims ClaimAllocations) *WaitingPodMirror {
 	return &WaitingPodMirror{
 		client:   c,
 		recorder: recorder,
 		holders:  holders,
+		claims:   claims,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "waitingpod-mirror"}),
 		records:  map[types.NamespacedName]*record{},
 	}
@@ -457,7 +474,7 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 	if err != nil {
 		return err
 	}
-	want := desiredStatus(rec, group, time.Now())
+	want := desiredStatus(rec, group, m.claimsOf(ctx, rec), time.Now())
 	if rec.written != nil && equality.Semantic.DeepEqual(*rec.written, want) {
 		if stale, err := olderThan(wp.ResourceVersion, rec.writtenVersion); err != nil || stale {
 			// The cache has not caught up with the last write; its event
@@ -574,6 +591,53 @@ func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string,
 		return "", client.IgnoreNotFound(err)
 	}
 	return name, nil
+}
+
+// claimsOf is, while the record's pod is held, the devices each of its
+// ResourceClaims would get, read from the scheduler's memory: the
+// allocation made in Reserve for the pod, or the claim's own allocation
+// when it was allocated before (a claim shared with a running pod). Only
+// the pod's own claims are read, found as DynamicResources finds them: the
+// claim an entry names, or the one made from its template for this pod. A
+// claim not made yet, or without an allocation, is left out: it holds no
+// devices for the pod.
+func (m *WaitingPodMirror) claimsOf(ctx context.Context, rec *record) []schedulingv1alpha1.ClaimAllocation {
+	if rec.pod == nil || !rec.observed || rec.resolved {
+		return nil
+	}
+	pod := rec.pod
+	var claims []schedulingv1alpha1.ClaimAllocation
+	for i := range pod.Spec.ResourceClaims {
+		podClaim := &pod.Spec.ResourceClaims[i]
+		name, mustCheckOwner, err := resourceclaim.Name(pod, podClaim)
+		if err != nil || name == nil {
+			continue
+		}
+		claim, err := m.claims.Get(pod.Namespace, *name)
+		if err != nil {
+			klog.FromContext(ctx).V(4).Info("Claim of held pod not known to the scheduler", "pod", klog.KObj(pod), "resourceClaim", *name, "err", err)
+			continue
+		}
+		if mustCheckOwner && resourceclaim.IsForPod(pod, claim, false) != nil {
+			// Made from the template for another pod of the name
+			// (PodGroup claims, DRAWorkloadResourceClaims, are off
+			// by default upstream and not built).
+			continue
+		}
+		allocation := m.claims.GetPendingAllocation(claim.UID)
+		if allocation == nil {
+			allocation = claim.Status.Allocation
+		}
+		if allocation == nil {
+			continue
+		}
+		shown := schedulingv1alpha1.ClaimAllocation{Name: podClaim.Name, ResourceClaim: claim.Name}
+		for _, r := range allocation.Devices.Results {
+			shown.Devices = append(shown.Devices, schedulingv1alpha1.AllocatedDevice{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+		}
+		claims = append(claims, shown)
+	}
+	return claims
 }
 
 // showOtherPod marks wp, a decided WaitingPod that names another pod than
@@ -705,6 +769,9 @@ func shows(got, want schedulingv1alpha1.WaitingPodStatus) bool {
 	byName := func(a, b schedulingv1alpha1.PendingPlugin) int { return strings.Compare(a.Name, b.Name) }
 	got.PendingPlugins = slices.SortedFunc(slices.Values(got.PendingPlugins), byName)
 	want.PendingPlugins = slices.SortedFunc(slices.Values(want.PendingPlugins), byName)
+	byClaim := func(a, b schedulingv1alpha1.ClaimAllocation) int { return strings.Compare(a.Name, b.Name) }
+	got.Claims = slices.SortedFunc(slices.Values(got.Claims), byClaim)
+	want.Claims = slices.SortedFunc(slices.Values(want.Claims), byClaim)
 	return equality.Semantic.DeepEqual(got, want)
 }
 
@@ -727,8 +794,9 @@ func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
 // desiredStatus is the status rec gives. It starts from the status last
 // written, so a condition that did not change keeps its transition time;
 // now stamps the ones that did.
-// group is the pod's PodGroup (podGroupOf).
-func desiredStatus(rec *record, group string, now time.Time) schedulingv1alpha1.WaitingPodStatus {
+// group is the pod's PodGroup (podGroupOf), claims the devices its
+// ResourceClaims would get (claimsOf).
+func desiredStatus(rec *record, group string, claims []schedulingv1alpha1.ClaimAllocation, now time.Time) schedulingv1alpha1.WaitingPodStatus {
 	st := schedulingv1alpha1.WaitingPodStatus{}
 	if rec.written != nil {
 		rec.written.DeepCopyInto(&st)
@@ -740,7 +808,7 @@ func desiredStatus(rec *record, group string, now time.Time) schedulingv1alpha1.
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	if rec.observed {
-		setObservedStatus(&st, rec, group, set)
+		setObservedStatus(&st, rec, group, claims, set)
 	}
 	if rec.decision != nil {
 		set(*rec.decision)
@@ -748,13 +816,14 @@ func desiredStatus(rec *record, group string, now time.Time) schedulingv1alpha1.
 	return st
 }
 
-// setObservedStatus writes the scheduler's observation in rec, and the
-// pod's group, into st, setting conditions with set.
-func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, group string, set func(metav1.Condition)) {
+// setObservedStatus writes the scheduler's observation in rec, the pod's
+// group and its claims' devices into st, setting conditions with set.
+func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, group string, claims []schedulingv1alpha1.ClaimAllocation, set func(metav1.Condition)) {
 	st.PodUID = rec.pod.UID
 	st.Profile = rec.profile
 	st.PodGroup = group
 	st.NodeName = rec.node
+	st.Claims = claims
 	st.PendingPlugins = nil
 	st.Plugins = ""
 	st.Expires = nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -34,6 +36,7 @@ import (
 type mirrorFixture struct {
 	mirror    *WaitingPodMirror
 	gangs     coschedulingHolds
+	claims    *schedulerClaims
 	client    client.Client
 	recorder  *events.FakeRecorder
 	creates   int
@@ -46,7 +49,7 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(podgroupv1alpha1.AddToScheme(scheme))
-	f := &mirrorFixture{recorder: events.NewFakeRecorder(10), gangs: coschedulingHolds{}}
+	f := &mirrorFixture{recorder: events.NewFakeRecorder(10), gangs: coschedulingHolds{}, claims: &schedulerClaims{}}
 	f.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -69,7 +72,7 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			},
 		}).Build()
-	f.mirror = NewWaitingPodMirror(f.client, f.recorder, f.gangs)
+	f.mirror = NewWaitingPodMirror(f.client, f.recorder, f.gangs, f.claims)
 	return f
 }
 
@@ -80,6 +83,25 @@ type coschedulingHolds map[types.UID]bool
 
 func (h coschedulingHolds) WaitingPodRunsPermit(uid types.UID, plugin string) bool {
 	return plugin == coscheduling.Name && h[uid]
+}
+
+// schedulerClaims is the scheduler's view of ResourceClaims: the claims it
+// knows, by namespace/name, and the allocations it made in Reserve and has
+// not written, by claim UID.
+type schedulerClaims struct {
+	claims  map[types.NamespacedName]*resourceapi.ResourceClaim
+	pending map[types.UID]*resourceapi.AllocationResult
+}
+
+func (c *schedulerClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	if claim := c.claims[types.NamespacedName{Namespace: namespace, Name: name}]; claim != nil {
+		return claim, nil
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+}
+
+func (c *schedulerClaims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return c.pending[uid]
 }
 
 var trainKey = types.NamespacedName{Namespace: "ns", Name: "train-0"}
@@ -577,5 +599,82 @@ func TestMirrorKeepsAndMarksDecisionForAnotherPodOfTheName(t *testing.T) {
 	f.sync(t)
 	if wp := f.get(t); wp.Spec.PodUID != pod.UID || wp.Spec.Decision != "" {
 		t.Errorf("WaitingPod spec = %+v, want a new, undecided one for %s", wp.Spec, pod.UID)
+	}
+}
+
+// gpus is an allocation of the named devices of pool to request.
+func gpus(pool, request string, devices ...string) *resourceapi.AllocationResult {
+	allocation := &resourceapi.AllocationResult{}
+	for _, d := range devices {
+		allocation.Devices.Results = append(allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: request, Driver: "gpu.example.com", Pool: pool, Device: d,
+		})
+	}
+	return allocation
+}
+
+func TestMirrorShowsTheDevicesOfTheHeldPodsClaims(t *testing.T) {
+	pod := trainPod("pod-uid")
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{
+		{Name: "gpus", ResourceClaimTemplateName: ptr.To("two-gpus")},
+		{Name: "shared", ResourceClaimName: ptr.To("team-gpu")},
+		{Name: "not-made-yet", ResourceClaimTemplateName: ptr.To("two-gpus")},
+		{Name: "unallocated", ResourceClaimName: ptr.To("spare")},
+		{Name: "of-another-pod", ResourceClaimTemplateName: ptr.To("two-gpus")},
+	}
+	pod.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{
+		{Name: "gpus", ResourceClaimName: ptr.To("train-0-gpus-x7k2p")},
+		{Name: "of-another-pod", ResourceClaimName: ptr.To("train-1-gpus-q8w3z")},
+	}
+	claim := func(name string, uid types.UID, allocation *resourceapi.AllocationResult) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
+			Status:     resourceapi.ResourceClaimStatus{Allocation: allocation},
+		}
+	}
+	// Claims made from a template are owned by their pod.
+	madeFor := func(claim *resourceapi.ResourceClaim, podUID types.UID) *resourceapi.ResourceClaim {
+		claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "train", UID: podUID, Controller: ptr.To(true)}}
+		return claim
+	}
+	f := newMirrorFixture(t)
+	f.claims.claims = map[types.NamespacedName]*resourceapi.ResourceClaim{
+		{Namespace: "ns", Name: "train-0-gpus-x7k2p"}: madeFor(claim("train-0-gpus-x7k2p", "template-claim", nil), pod.UID),
+		{Namespace: "ns", Name: "train-1-gpus-q8w3z"}: madeFor(claim("train-1-gpus-q8w3z", "claim-of-another-pod", nil), "another-pod"),
+		{Namespace: "ns", Name: "team-gpu"}:           claim("team-gpu", "shared-claim", gpus("node-2", "gpu", "gpu-3")),
+		{Namespace: "ns", Name: "spare"}:              claim("spare", "spare-claim", nil),
+		// A claim of the same namespace the pod does not name.
+		{Namespace: "ns", Name: "other"}: claim("other", "other-claim", gpus("node-1", "gpu", "gpu-2")),
+	}
+	f.claims.pending = map[types.UID]*resourceapi.AllocationResult{
+		"template-claim": gpus("node-1", "gpus", "gpu-0", "gpu-1"),
+		"other-claim":    gpus("node-1", "gpu", "gpu-2"),
+		// Held for another pod: the status of this one cannot make it
+		// show that pod's devices.
+		"claim-of-another-pod": gpus("node-1", "gpus", "gpu-2", "gpu-3"),
+	}
+
+	f.mirror.PodWaiting("gangs", held(pod))
+	f.sync(t)
+	f.sync(t)
+	want := []schedulingv1alpha1.ClaimAllocation{
+		{Name: "gpus", ResourceClaim: "train-0-gpus-x7k2p", Devices: []schedulingv1alpha1.AllocatedDevice{
+			{Request: "gpus", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0"},
+			{Request: "gpus", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-1"},
+		}},
+		{Name: "shared", ResourceClaim: "team-gpu", Devices: []schedulingv1alpha1.AllocatedDevice{
+			{Request: "gpu", Driver: "gpu.example.com", Pool: "node-2", Device: "gpu-3"},
+		}},
+	}
+	if diff := cmp.Diff(want, f.get(t).Status.Claims); diff != "" {
+		t.Errorf("claims while held (-want +got):\n%s", diff)
+	}
+
+	// Once the wait ends the claims' own status says what they got, or
+	// nothing does: the WaitingPod no longer speaks for them.
+	f.mirror.PodResolved("gangs", pod, framework.PermitRejected, framework.NewStatus(framework.Unschedulable, "rejected"))
+	f.sync(t)
+	if got := f.get(t).Status.Claims; got != nil {
+		t.Errorf("claims once the wait ended = %v, want none", got)
 	}
 }

@@ -1,15 +1,18 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 )
 
@@ -82,6 +85,23 @@ func newStorageInformers(f informers.SharedInformerFactory) []resourceInformer {
 		{framework.CSIStorageCapacity, storage.CSIStorageCapacities().Informer()},
 		{framework.VolumeAttachment, storage.VolumeAttachments().Informer()},
 	}
+}
+
+// newDRASources builds the scheduler's DRA manager and the sources of the
+// queue's DRA events, as upstream's scheduler does: ResourceClaim events
+// come from the claim assume cache, ResourceSlice events from the
+// ResourceSlice tracker (DeviceTaintRules applied), DeviceClass events
+// from their informer.
+func newDRASources(ctx context.Context, client clientset.Interface, f informers.SharedInformerFactory) ([]resourceInformer, *dynamicresources.Manager, error) {
+	manager, err := dynamicresources.NewManager(klog.NewContext(ctx, klog.FromContext(ctx).WithName("dra")), client, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []resourceInformer{
+		{framework.ResourceClaim, manager.ClaimEvents()},
+		{framework.ResourceSlice, manager.SliceEvents()},
+		{framework.DeviceClass, f.Resource().V1().DeviceClasses().Informer()},
+	}, manager, nil
 }
 
 // clusterEventHandler reports every change of resource to the queue, as

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
@@ -285,6 +287,7 @@ func storageResources() []framework.EventResource {
 	return []framework.EventResource{
 		framework.PersistentVolume, framework.PersistentVolumeClaim, framework.StorageClass, framework.CSINode,
 		framework.CSIDriver, framework.CSIStorageCapacity, framework.VolumeAttachment,
+		framework.ResourceClaim, framework.ResourceSlice, framework.DeviceClass,
 	}
 }
 
@@ -344,6 +347,8 @@ func objectMeta(namespace string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: "obj", Namespace: namespace, Labels: map[string]string{"v": "1"}}
 }
 
+// TestStorageEventsReachQueueingHints checks that every change of the
+// resources the plugins watch beside pods and nodes reaches the hints.
 func TestStorageEventsReachQueueingHints(t *testing.T) {
 	tests := []struct {
 		resource framework.EventResource
@@ -387,6 +392,23 @@ func TestStorageEventsReachQueueingHints(t *testing.T) {
 			gvr:      storagev1.SchemeGroupVersion.WithResource("volumeattachments"),
 			obj:      &storagev1.VolumeAttachment{ObjectMeta: objectMeta("")},
 		},
+		// DRA objects: claims through the claim assume cache, slices
+		// through the ResourceSlice tracker, classes from their informer.
+		{
+			resource: framework.ResourceClaim,
+			gvr:      resourceapi.SchemeGroupVersion.WithResource("resourceclaims"),
+			obj:      &resourceapi.ResourceClaim{ObjectMeta: objectMeta(metav1.NamespaceDefault)},
+		},
+		{
+			resource: framework.ResourceSlice,
+			gvr:      resourceapi.SchemeGroupVersion.WithResource("resourceslices"),
+			obj:      &resourceapi.ResourceSlice{ObjectMeta: objectMeta(""), Spec: resourceapi.ResourceSliceSpec{Driver: "d", NodeName: ptr.To("node-1")}},
+		},
+		{
+			resource: framework.DeviceClass,
+			gvr:      resourceapi.SchemeGroupVersion.WithResource("deviceclasses"),
+			obj:      &resourceapi.DeviceClass{ObjectMeta: objectMeta("")},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.resource), func(t *testing.T) {
@@ -400,15 +422,20 @@ func TestStorageEventsReachQueueingHints(t *testing.T) {
 			}
 			waitUnschedulable(t, s)
 
+			// Each change waits for its event: the ResourceSlice tracker
+			// reports a slice's latest state, so changes in quick
+			// succession could be reported as one.
 			ns := tt.obj.(metav1.Object).GetNamespace()
 			if err := cs.Tracker().Create(tt.gvr, tt.obj, ns); err != nil {
 				t.Fatal(err)
 			}
+			poll(t, "the add", func() bool { return len(rec.events()) >= 1 })
 			updated := tt.obj.DeepCopyObject()
 			updated.(metav1.Object).SetLabels(map[string]string{"v": "2"})
 			if err := cs.Tracker().Update(tt.gvr, updated, ns); err != nil {
 				t.Fatal(err)
 			}
+			poll(t, "the update", func() bool { return len(rec.events()) >= 2 })
 			if err := cs.Tracker().Delete(tt.gvr, ns, "obj"); err != nil {
 				t.Fatal(err)
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -61,6 +62,10 @@ type Scheduler struct {
 	// storage informers and those passed in with WithEventSource.
 	eventSources []resourceInformer
 	handlers     []cache.ResourceEventHandlerRegistration
+	// draManager holds the ResourceClaims, ResourceSlices and DeviceClasses
+	// of every profile instance, so that an allocation one profile made in
+	// Reserve is seen by the next cycle whatever its profile.
+	draManager *dynamicresources.Manager
 
 	profiles    *profiles.Set
 	cache       *internalcache.Cache
@@ -313,7 +318,12 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
 	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
-	s.eventSources = append(newStorageInformers(s.informerFactory), o.eventSources...)
+	draSources, draManager, err := newDRASources(ctx, client, s.informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	s.draManager = draManager
+	s.eventSources = append(append(newStorageInformers(s.informerFactory), draSources...), o.eventSources...)
 
 	s.queue = queue.New(
 		queue.WithPodLister(s.podLister),
@@ -365,6 +375,13 @@ func newPodInformer(cs clientset.Interface, resync time.Duration) cache.SharedIn
 // Profiles returns the live profile set the loop serves.
 func (s *Scheduler) Profiles() *profiles.Set { return s.profiles }
 
+// ResourceClaims returns the ResourceClaims as the scheduler knows them,
+// with the allocations its profiles made in Reserve and have not written
+// yet: what the claims of a pod held at Permit would get.
+func (s *Scheduler) ResourceClaims() framework.ResourceClaimTracker {
+	return s.draManager.ResourceClaims()
+}
+
 // ExtenderPolicy returns what the profiles' extenders are allowed.
 func (s *Scheduler) ExtenderPolicy() extender.Policy { return s.extenderPolicy }
 
@@ -391,6 +408,7 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 		runtime.WithClientSet(s.client),
 		runtime.WithEventRecorder(s.broadcaster.NewRecorder(scheme.Scheme, name)),
 		runtime.WithInformerFactory(s.informerFactory),
+		runtime.WithSharedDRAManager(s.draManager),
 		runtime.WithSnapshotSharedLister(s.picker.snapshot),
 		runtime.WithPodNominator(s.queue),
 		runtime.WithPodActivator(s.queue),

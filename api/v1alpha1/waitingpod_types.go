@@ -73,6 +73,39 @@ type PendingPlugin struct {
 	Message string `json:"message,omitempty"`
 }
 
+// ClaimAllocation is what one ResourceClaim of a held pod would be
+// allocated if the pod is let through: the devices the scheduler set aside
+// for it in Reserve, which only the binding that follows Permit writes to
+// the claim.
+type ClaimAllocation struct {
+	// Name is the pod's name for the claim, its entry in
+	// spec.resourceClaims.
+	Name string `json:"name"`
+	// ResourceClaim is the ResourceClaim object, in the pod's namespace:
+	// the one the entry names, or the one made from its
+	// ResourceClaimTemplate.
+	ResourceClaim string `json:"resourceClaim"`
+	// Devices are the devices allocated to the claim's requests, in the
+	// order of the allocation result.
+	// +optional
+	// +listType=atomic
+	Devices []AllocatedDevice `json:"devices,omitempty"`
+}
+
+// AllocatedDevice is one device allocated to a request of a ResourceClaim,
+// as the claim's status.allocation.devices.results names it.
+type AllocatedDevice struct {
+	// Request is the claim's request the device serves; a subrequest of
+	// firstAvailable is named <request>/<subrequest>.
+	Request string `json:"request"`
+	// Driver is the DRA driver of the device, such as gpu.example.com.
+	Driver string `json:"driver"`
+	// Pool is the pool of the driver's ResourceSlices the device is in.
+	Pool string `json:"pool"`
+	// Device is the device's name in its pool.
+	Device string `json:"device"`
+}
+
 // WaitingPodStatus is what the scheduler observes of a held pod.
 type WaitingPodStatus struct {
 	// PodUID is the pod the scheduler holds.
@@ -107,6 +140,15 @@ type WaitingPodStatus struct {
 	// pendingPlugins, for those that say.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Claims are, while the pod is held, the devices each of its
+	// ResourceClaims would get: allocations the scheduler made in Reserve
+	// and writes to the claims only if the pod is let through, or the
+	// claim's allocation when it was allocated before. Only the pod's own
+	// claims are shown; the list is emptied once the wait ends.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Claims []ClaimAllocation `json:"claims,omitempty"`
 	// Conditions: Waiting, Decidable, Approved, Rejected, Expired,
 	// PodMismatch.
 	// +optional

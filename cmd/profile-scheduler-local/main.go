@@ -3,8 +3,10 @@
 // the approver ClusterRole and the admission policy, simulated nodes across
 // three zones with a simulated kubelet, kube-controller-manager with the
 // controllers workloads and volumes need (Deployments, StatefulSets, Jobs,
-// claims...), a simulated local-volume provisioner and the `local`
-// StorageClass it serves, the sample profiles, and the operator itself, in
+// claims, ResourceClaims from templates...), a simulated local-volume
+// provisioner and the `local` StorageClass it serves, a simulated DRA
+// driver publishing GPUs on half the nodes with their DeviceClass, the
+// sample profiles, and the operator itself, in
 // this process. It writes an administrator's kubeconfig and prints the
 // kubectl commands to try. Ctrl-C stops everything it started. On Linux the
 // run also stops when the process that started it ends (make killed
@@ -61,6 +63,7 @@ type options struct {
 	nodes       int
 	kubelet     bool
 	storage     bool
+	dra         bool
 	controllers string
 	runTime     time.Duration
 	samples     bool
@@ -82,6 +85,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 6, "Number of simulated nodes, spread over three zones.")
 	flag.BoolVar(&o.kubelet, "kubelet", true, "Simulate kubelets: bound pods turn Running and deleted pods go away at once.")
 	flag.BoolVar(&o.storage, "storage", true, "Run a simulated local-volume provisioner, with the StorageClass of config/samples/storage: claims of pods get volumes on the pod's node.")
+	flag.BoolVar(&o.dra, "dra", true, "Run a simulated DRA driver: every other node gets 4 simulated GPUs (driver gpu.example.com, DeviceClass gpu.example.com), published as ResourceSlices for pods' ResourceClaims.")
 	flag.StringVar(&o.controllers, "controllers", strings.Join(localcluster.AllControllers(), ","), "kube-controller-manager's --controllers, comma-separated: 'name' runs a controller, '-name' leaves it out, '*' runs kube-controller-manager's defaults (whose node lifecycle controller evicts the simulated nodes' pods); empty runs no kube-controller-manager.")
 	flag.DurationVar(&o.runTime, "simulated-run-time", 30*time.Second, "How long the simulated kubelet lets a pod with restartPolicy Never or OnFailure (a Job's pod) run before it succeeds; 0: for ever.")
 	flag.BoolVar(&o.samples, "samples", true, "Apply the sample SchedulingProfiles of config/samples.")
@@ -228,10 +232,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	nodes := localcluster.Nodes("node", o.nodes, localcluster.Standard)
+	var gpuNodes []string
+	if o.dra {
+		// node-1, node-3, …: half the nodes, across every zone.
+		for i := 1; i < len(nodes); i += 2 {
+			localcluster.AddSimulatedGPUs(nodes[i], localcluster.StandardGPUs())
+			gpuNodes = append(gpuNodes, nodes[i].Name)
+		}
+	}
 	if err := localcluster.CreateNodes(ctx, cluster.Clientset, nodes, 4); err != nil {
 		return err
 	}
-	log.Info("Created simulated nodes", "count", len(nodes), "zones", localcluster.Zones)
+	log.Info("Created simulated nodes", "count", len(nodes), "zones", localcluster.Zones, "gpuNodes", gpuNodes)
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -263,6 +275,17 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		factory.Start(runCtx.Done())
 		background = append(background, goDone(func() { provisioner.Run(runCtx); factory.Shutdown() }))
 		log.Info("Started the simulated local-volume provisioner", "provisioner", localcluster.SimulatedProvisionerName)
+	}
+	if o.dra {
+		factory := informers.NewSharedInformerFactory(cluster.Clientset, 0)
+		driver, err := localcluster.NewSimulatedDRADriver(cluster.Clientset, factory)
+		if err != nil {
+			return err
+		}
+		factory.Start(runCtx.Done())
+		background = append(background, goDone(func() { driver.Run(runCtx); factory.Shutdown() }))
+		log.Info("Started the simulated DRA driver", "driver", localcluster.SimulatedDRADriverName, "deviceClass", localcluster.SimulatedGPUClassName,
+			"gpusPerNode", localcluster.StandardGPUs().Count)
 	}
 
 	mgr, err := newManager(runCtx, cluster.Config, cluster.WebhookServer(), o)
@@ -444,6 +467,9 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 	}
 	if o.storage {
 		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")
+	}
+	if o.dra {
+		cmds = append(cmds, "kubectl get deviceclasses,resourceslices")
 	}
 	for _, cmd := range cmds {
 		fmt.Fprintf(&b, "  %s\n", cmd)

@@ -1,10 +1,11 @@
 // Package localcluster runs a throw-away Kubernetes control plane on
 // loopback (kube-apiserver, etcd and optionally kube-controller-manager
-// with the controllers volumes and workloads need, the binaries the tests
+// with the controllers volumes, workloads and DRA need, the binaries the tests
 // build) and fills it with
 // simulated parts: Nodes that report capacity and Ready, an optional
-// simulated kubelet that marks bound pods Running, and an optional
-// simulated local-volume provisioner. The local run
+// simulated kubelet that marks bound pods Running, an optional
+// simulated local-volume provisioner, and an optional simulated DRA
+// driver that publishes simulated GPUs as ResourceSlices. The local run
 // (cmd/profile-scheduler-local), the end-to-end suite and the performance
 // harness all start their clusters through it.
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,10 +59,29 @@ func WorkloadControllers() []string {
 	}
 }
 
-// AllControllers are VolumeControllers and WorkloadControllers: what the
-// local run starts.
+// DRAControllers are the kube-controller-manager controllers that Dynamic
+// Resource Allocation needs, under their 1.37.2 names: the resource claim
+// controller, which creates the ResourceClaims of a pod's
+// ResourceClaimTemplates, records their names in the pod's status, drops
+// pods that are done or gone from a claim's reservedFor and deletes the
+// claims generated for them; and the device taint eviction controller,
+// which evicts pods whose allocated devices gained a NoExecute taint they
+// do not tolerate, from a ResourceSlice or a DeviceTaintRule. Their gates
+// (DynamicResourceAllocation, DRADeviceTaints) are on by default in 1.37.2,
+// and kube-apiserver serves resource.k8s.io/v1 by default. The claims made
+// for a pod that is deleted are left to the garbage collector (in
+// VolumeControllers), which deletes them with their owner.
+func DRAControllers() []string {
+	return []string{
+		"resourceclaim-controller",
+		"device-taint-eviction-controller",
+	}
+}
+
+// AllControllers are VolumeControllers, WorkloadControllers and
+// DRAControllers: what the local run starts.
 func AllControllers() []string {
-	return append(VolumeControllers(), WorkloadControllers()...)
+	return slices.Concat(VolumeControllers(), WorkloadControllers(), DRAControllers())
 }
 
 // controllerManagerStopTimeout is how long Stop waits for

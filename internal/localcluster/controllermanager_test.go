@@ -41,7 +41,8 @@ func TestControllerManagerArgs(t *testing.T) {
 				"--controllers=persistentvolume-binder-controller,ephemeral-volume-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,garbage-collector-controller," +
 					"deployment-controller,replicaset-controller,statefulset-controller,job-controller,cronjob-controller,daemonset-controller," +
 					"disruption-controller,pod-garbage-collector-controller,ttl-after-finished-controller," +
-					"namespace-controller,serviceaccount-controller,serviceaccount-token-controller",
+					"namespace-controller,serviceaccount-controller,serviceaccount-token-controller," +
+					"resourceclaim-controller,device-taint-eviction-controller",
 				"--use-service-account-credentials=false",
 				"--leader-elect=false",
 				"--secure-port=0",

@@ -5,14 +5,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
+	resourcelistersv1 "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -24,15 +27,19 @@ import (
 // run for the simulated run time, so Jobs complete, and a bound pod being
 // deleted goes away at once (a real kubelet confirms the deletion once its
 // containers stopped; without one, a bound pod would stay Terminating for
-// ever). Nothing runs, and no heartbeats are sent: with no node lifecycle
+// ever). A pod with resource claims starts only once each claim is
+// allocated and reserved for it, as a kubelet prepares a pod's claims
+// before its containers and refuses a claim not reserved for the pod.
+// Nothing runs, and no heartbeats are sent: with no node lifecycle
 // controller, node conditions never go stale.
 type Kubelet struct {
 	client kubernetes.Interface
 	// runTime is how long a pod that may finish runs; zero: for ever.
 	runTime time.Duration
 	pods    listersv1.PodLister
+	claims  resourcelistersv1.ResourceClaimLister
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	synced  cache.InformerSynced
+	synced  []cache.InformerSynced
 }
 
 // KubeletOption configures a simulated kubelet.
@@ -48,12 +55,14 @@ func WithSimulatedRunTime(d time.Duration) KubeletOption {
 // NewKubelet returns a simulated kubelet; factory must not be started yet.
 func NewKubelet(client kubernetes.Interface, factory informers.SharedInformerFactory, opts ...KubeletOption) (*Kubelet, error) {
 	informer := factory.Core().V1().Pods()
+	claims := factory.Resource().V1().ResourceClaims()
 	k := &Kubelet{
 		client: client,
 		pods:   informer.Lister(),
+		claims: claims.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "simulated-kubelet"}),
-		synced: informer.Informer().HasSynced,
+		synced: []cache.InformerSynced{informer.Informer().HasSynced, claims.Informer().HasSynced},
 	}
 	enqueue := func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
@@ -63,9 +72,25 @@ func NewKubelet(client kubernetes.Interface, factory informers.SharedInformerFac
 	for _, opt := range opts {
 		opt(k)
 	}
-	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	// A claim reserved for a pod may be what the pod waits for.
+	enqueueReserved := func(obj any) {
+		if claim, ok := obj.(*resourcev1.ResourceClaim); ok {
+			for _, ref := range claim.Status.ReservedFor {
+				if ref.APIGroup == "" && ref.Resource == "pods" {
+					k.queue.Add(types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name})
+				}
+			}
+		}
+	}
+	_, err := claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueReserved,
+		UpdateFunc: func(_, obj any) { enqueueReserved(obj) },
 	})
 	return k, err
 }
@@ -77,7 +102,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 		<-ctx.Done()
 		k.queue.ShutDown()
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), k.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
 	for {
@@ -118,11 +143,50 @@ func (k *Kubelet) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	switch pod.Status.Phase {
 	case corev1.PodPending, "":
+		if !k.claimsPrepared(pod) {
+			// The claim's or the pod's next update brings it back.
+			return nil
+		}
 		return k.start(ctx, pod)
 	case corev1.PodRunning:
 		return k.finish(ctx, pod)
 	}
 	return nil
+}
+
+// claimsPrepared says whether every resource claim of pod, those of its
+// spec and the one the scheduler made for its extended resources, exists,
+// belongs to it when made for it, is allocated and is reserved for it: what
+// a kubelet checks before its DRA drivers prepare the claims' devices.
+func (k *Kubelet) claimsPrepared(pod *corev1.Pod) bool {
+	var names []string
+	for i := range pod.Spec.ResourceClaims {
+		name, mustCheckOwner, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil {
+			return false
+		}
+		if name == nil {
+			// No claim was needed.
+			continue
+		}
+		if mustCheckOwner {
+			claim, err := k.claims.ResourceClaims(pod.Namespace).Get(*name)
+			if err != nil || resourceclaim.IsForPod(pod, claim, false) != nil {
+				return false
+			}
+		}
+		names = append(names, *name)
+	}
+	if status := pod.Status.ExtendedResourceClaimStatus; status != nil {
+		names = append(names, status.ResourceClaimName)
+	}
+	for _, name := range names {
+		claim, err := k.claims.ResourceClaims(pod.Namespace).Get(name)
+		if err != nil || claim.Status.Allocation == nil || !resourceclaim.IsReservedForPod(pod, claim, false) {
+			return false
+		}
+	}
+	return true
 }
 
 // start marks pod Running and Ready.

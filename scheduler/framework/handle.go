@@ -59,6 +59,9 @@ type Handle interface {
 	EventRecorder() events.EventRecorderLogger
 	// SharedInformerFactory returns the informers shared by all instances.
 	SharedInformerFactory() informers.SharedInformerFactory
+	// SharedDRAManager returns the Dynamic Resource Allocation objects
+	// shared by all instances, nil when the instance was built without.
+	SharedDRAManager() SharedDRAManager
 
 	// RunFilterPluginsWithNominatedPods runs Filter for pod on info, also
 	// accounting for pods of equal or higher priority nominated to the node.

@@ -19,6 +19,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/balancedallocation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultpreemption"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/imagelocality"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
@@ -88,7 +89,7 @@ var inTree = []plugin{
 	{name: volumezone.Name, factory: volumezone.New, def: upstreamDefault},
 	{name: podtopologyspread.Name, factory: podtopologyspread.New, args: validate(podtopologyspread.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: interpodaffinity.Name, factory: interpodaffinity.New, args: validate(interpodaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
-	{name: "DynamicResources", def: upstreamDefault, weight: 2},
+	{name: dynamicresources.Name, factory: dynamicresources.New, args: validate(dynamicresources.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: defaultpreemption.Name, factory: defaultpreemption.New, args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},

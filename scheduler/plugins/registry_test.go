@@ -1,18 +1,25 @@
 package plugins_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -34,6 +41,7 @@ func TestDefaultPlugins(t *testing.T) {
 		{Name: "VolumeZone"},
 		{Name: "PodTopologySpread", Weight: ptr.To[int32](2)},
 		{Name: "InterPodAffinity", Weight: ptr.To[int32](2)},
+		{Name: "DynamicResources", Weight: ptr.To[int32](2)},
 		{Name: "DefaultPreemption"},
 		{Name: "NodeResourcesBalancedAllocation", Weight: ptr.To[int32](1)},
 		{Name: "ImageLocality", Weight: ptr.To[int32](1)},
@@ -43,7 +51,7 @@ func TestDefaultPlugins(t *testing.T) {
 	if diff := cmp.Diff(want, plugins.DefaultPlugins()); diff != "" {
 		t.Errorf("DefaultPlugins (-want +got):\n%s", diff)
 	}
-	wantOmitted := []string{"DynamicResources"}
+	var wantOmitted []string
 	if diff := cmp.Diff(wantOmitted, plugins.OmittedDefaultPlugins()); diff != "" {
 		t.Errorf("OmittedDefaultPlugins (-want +got):\n%s", diff)
 	}
@@ -115,20 +123,20 @@ func TestDefaultProfile(t *testing.T) {
 	fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, nil)
 	got := fwk.ListPlugins()
 	want := map[string][]string{
-		"PreEnqueue": {"SchedulingGates", "DefaultPreemption"},
+		"PreEnqueue": {"SchedulingGates", "DynamicResources", "DefaultPreemption"},
 		"QueueSort":  {"PrioritySort"},
 		"PreFilter": {"UnsupportedFeatures", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures"},
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"},
 		"Filter": {"NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
 			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-			"NodeDeclaredFeatures"},
-		"PostFilter": {"DefaultPreemption"},
+			"DynamicResources", "NodeDeclaredFeatures"},
+		"PostFilter": {"DynamicResources", "DefaultPreemption"},
 		"PreScore": {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
 			"NodeResourcesBalancedAllocation", "ImageLocality"},
 		"Score": {"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(1)", "VolumeBinding(1)", "PodTopologySpread(2)", "InterPodAffinity(2)",
-			"NodeResourcesBalancedAllocation(1)", "ImageLocality(1)"},
-		"Reserve": {"VolumeBinding"},
-		"PreBind": {"VolumeBinding"},
+			"DynamicResources(2)", "NodeResourcesBalancedAllocation(1)", "ImageLocality(1)"},
+		"Reserve": {"VolumeBinding", "DynamicResources"},
+		"PreBind": {"VolumeBinding", "DynamicResources"},
 		"Bind":    {"DefaultBinder"},
 	}
 	gotMap := map[string][]string{
@@ -199,12 +207,51 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 			t.Errorf("filter (-want +got):\n%s", diff)
 		}
 	})
-	t.Run("features without a plugin are refused", func(t *testing.T) {
-		snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
-		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot)
-		got := st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("p").ResourceClaim("gpu", "gpu-template").Obj())
-		want := "0/1 nodes are available: pod uses resource claims, which need the DynamicResources plugin: not available in profile-scheduler yet."
-		if diff := cmp.Diff(want, got.Message); diff != "" {
+	t.Run("resource claims", func(t *testing.T) {
+		nodes := []*v1.Node{st.MakeNode().Name("gpu").Obj(), st.MakeNode().Name("cpu").Obj()}
+		snapshot := st.NewSnapshot(nil, nodes)
+		gpuClass := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "default", UID: "gpu-uid"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "req", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpuClass.Name, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+			}}}},
+		}
+		slice := &resourceapi.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "gpu-slice"},
+			Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("gpu"),
+				Pool: resourceapi.ResourcePool{Name: "gpu", ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "gpu-0"}}},
+		}
+		client := fake.NewClientset(gpuClass, claim, slice)
+		f := informers.NewSharedInformerFactory(client, 0)
+		ctx, cancel := context.WithCancel(t.Context())
+		dra, err := dynamicresources.NewManager(ctx, client, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx.Done())
+		defer func() { cancel(); f.Shutdown() }()
+		f.WaitForCacheSync(ctx.Done())
+		cache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced)
+		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot,
+			runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(dra))
+
+		pod := st.MakePod().Namespace("default").Name("p").Obj()
+		pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu")}}
+		got := st.RunCycle(t.Context(), fwk, snapshot, pod)
+		want := map[string]*framework.Status{
+			"gpu": nil,
+			"cpu": framework.NewStatus(framework.UnschedulableAndUnresolvable, "cannot allocate all claims").WithPlugin("DynamicResources"),
+		}
+		if diff := cmp.Diff(want, got.Filter); diff != "" {
+			t.Errorf("filter (-want +got):\n%s", diff)
+		}
+
+		// What is not built is refused, naming the gate.
+		got = st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("q").Req(map[v1.ResourceName]string{"example.com/gpu": "1"}).Obj())
+		wantMessage := "0/2 nodes are available: pod requests the extended resource example.com/gpu, which DeviceClass gpu.example.com provides through DRA: " +
+			"extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet."
+		if diff := cmp.Diff(wantMessage, got.Message); diff != "" {
 			t.Errorf("message (-want +got):\n%s", diff)
 		}
 	})
@@ -295,7 +342,7 @@ func TestPastedUpstreamProfiles(t *testing.T) {
 	}{
 		{
 			profile:    &profiles[0],
-			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)", "VolumeBinding(1)", "PodTopologySpread(2)", "InterPodAffinity(2)"},
+			wantScore:  []string{"TaintToleration(3)", "NodeAffinity(2)", "NodeResourcesFit(5)", "VolumeBinding(1)", "PodTopologySpread(2)", "InterPodAffinity(2)", "DynamicResources(2)"},
 			wantFilter: map[string]*framework.Status{"busy": nil, "empty": nil, "web": enforced},
 			// MostAllocated with memory weighted 3: busy (75 + 25×3)/4 = 37,
 			// empty (25 + 12×3)/4 = 15; ×5, plus TaintToleration 100 ×3.

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/component-helpers/resource"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
@@ -128,6 +129,12 @@ func PodSchedulingPropertiesChange(newPod, oldPod *v1.Pod, isTargetPod bool) []f
 	// Tolerations can only be added, so a length change is any change.
 	if len(newPod.Spec.Tolerations) != len(oldPod.Spec.Tolerations) {
 		add(framework.UpdatePodToleration)
+	}
+	// The resource claim controller records the claims it made for the
+	// pod in its status; DynamicResources waits for them.
+	if !resourceclaim.PodStatusEqual(newPod.Status.ResourceClaimStatuses, oldPod.Status.ResourceClaimStatuses) ||
+		!resourceclaim.PodExtendedStatusEqual(newPod.Status.ExtendedResourceClaimStatus, oldPod.Status.ExtendedResourceClaimStatus) {
+		add(framework.UpdatePodGeneratedResourceClaim)
 	}
 	if len(events) == 0 {
 		add(framework.Update)

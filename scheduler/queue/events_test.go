@@ -117,6 +117,24 @@ func TestPodSchedulingPropertiesChange(t *testing.T) {
 			name: "toleration added", old: st.MakePod().Name("p").Obj(), new: st.MakePod().Name("p").Toleration("k", v1.TolerationOpExists, "", v1.TaintEffectNoSchedule).Obj(),
 			want: []framework.ClusterEvent{ev(framework.UnscheduledPod, framework.UpdatePodToleration)},
 		},
+		{
+			name: "generated claim recorded in the target pod's status", old: st.MakePod().Name("p").ResourceClaim("gpus", "one-gpu").Obj(),
+			new: func() *v1.Pod {
+				p := st.MakePod().Name("p").ResourceClaim("gpus", "one-gpu").Obj()
+				p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpus", ResourceClaimName: ptr("p-gpus-x")}}
+				return p
+			}(),
+			target: true, want: []framework.ClusterEvent{ev(framework.TargetPod, framework.UpdatePodGeneratedResourceClaim)},
+		},
+		{
+			name: "generated extended resource claim recorded", old: st.MakePod().Name("p").Obj(),
+			new: func() *v1.Pod {
+				p := st.MakePod().Name("p").Obj()
+				p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x"}
+				return p
+			}(),
+			want: []framework.ClusterEvent{ev(framework.UnscheduledPod, framework.UpdatePodGeneratedResourceClaim)},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

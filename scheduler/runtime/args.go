@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -23,6 +24,7 @@ const (
 	interPodAffinity                = "InterPodAffinity"
 	defaultPreemption               = "DefaultPreemption"
 	volumeBinding                   = "VolumeBinding"
+	dynamicResources                = "DynamicResources"
 )
 
 // UpstreamArgs returns the ArgsSpec of an upstream plugin that takes args:
@@ -46,6 +48,8 @@ func UpstreamArgs(pluginName string) (ArgsSpec, bool) {
 		return typedArgs(func() *configv1.DefaultPreemptionArgs { return &configv1.DefaultPreemptionArgs{} }, SetDefaultsDefaultPreemptionArgs), true
 	case volumeBinding:
 		return typedArgs(func() *configv1.VolumeBindingArgs { return &configv1.VolumeBindingArgs{} }, SetDefaultsVolumeBindingArgs), true
+	case dynamicResources:
+		return typedArgs(func() *configv1.DynamicResourcesArgs { return &configv1.DynamicResourcesArgs{} }, SetDefaultsDynamicResourcesArgs), true
 	}
 	return ArgsSpec{}, false
 }
@@ -147,6 +151,19 @@ func SetDefaultsVolumeBindingArgs(obj *configv1.VolumeBindingArgs) {
 	}
 	if len(obj.Shape) == 0 {
 		obj.Shape = []configv1.UtilizationShapePoint{{Utilization: 0, Score: 10}, {Utilization: 100, Score: 0}}
+	}
+}
+
+// SetDefaultsDynamicResourcesArgs applies upstream's v1 defaults with
+// 1.37's default gates (DRASchedulerFilterTimeout, DRADeviceBindingConditions
+// and DRAResourceClaimDeviceStatus on): a filter timeout of 10s and a
+// binding timeout of 10 minutes.
+func SetDefaultsDynamicResourcesArgs(obj *configv1.DynamicResourcesArgs) {
+	if obj.FilterTimeout == nil {
+		obj.FilterTimeout = &metav1.Duration{Duration: configv1.DynamicResourcesFilterTimeoutDefault}
+	}
+	if obj.BindingTimeout == nil {
+		obj.BindingTimeout = &metav1.Duration{Duration: configv1.DynamicResourcesBindingTimeoutDefault}
 	}
 }
 

@@ -33,6 +33,7 @@ type frameworkOptions struct {
 	clientSet                      clientset.Interface
 	eventRecorder                  events.EventRecorderLogger
 	informerFactory                informers.SharedInformerFactory
+	draManager                     framework.SharedDRAManager
 	snapshotSharedLister           framework.SharedLister
 	podNominator                   framework.PodNominator
 	podActivator                   framework.PodActivator
@@ -61,6 +62,11 @@ func WithEventRecorder(r events.EventRecorderLogger) Option {
 // WithInformerFactory sets the informers plugins get from Handle.SharedInformerFactory.
 func WithInformerFactory(f informers.SharedInformerFactory) Option {
 	return func(o *frameworkOptions) { o.informerFactory = f }
+}
+
+// WithSharedDRAManager sets what plugins get from Handle.SharedDRAManager.
+func WithSharedDRAManager(m framework.SharedDRAManager) Option {
+	return func(o *frameworkOptions) { o.draManager = m }
 }
 
 // WithSnapshotSharedLister sets the snapshot the scheduler refreshes at the
@@ -130,6 +136,7 @@ type frameworkImpl struct {
 	clientSet            clientset.Interface
 	eventRecorder        events.EventRecorderLogger
 	informerFactory      informers.SharedInformerFactory
+	draManager           framework.SharedDRAManager
 	snapshotSharedLister framework.SharedLister
 	podNominator         framework.PodNominator
 	podActivator         framework.PodActivator
@@ -239,6 +246,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		clientSet:                      o.clientSet,
 		eventRecorder:                  o.eventRecorder,
 		informerFactory:                o.informerFactory,
+		draManager:                     o.draManager,
 		snapshotSharedLister:           o.snapshotSharedLister,
 		podNominator:                   o.podNominator,
 		podActivator:                   o.podActivator,
@@ -580,6 +588,10 @@ func (f *frameworkImpl) ClientSet() clientset.Interface               { return f
 func (f *frameworkImpl) EventRecorder() events.EventRecorderLogger    { return f.eventRecorder }
 func (f *frameworkImpl) SharedInformerFactory() informers.SharedInformerFactory {
 	return f.informerFactory
+}
+
+func (f *frameworkImpl) SharedDRAManager() framework.SharedDRAManager {
+	return f.draManager
 }
 
 func (f *frameworkImpl) IterateOverWaitingPods(callback func(framework.WaitingPod)) {

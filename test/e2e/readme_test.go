@@ -61,7 +61,7 @@ var walkthrough = []step{
 		}
 	}},
 	{"kubectl get schedulingprofiles", func(out string) {
-		for _, name := range []string{"approvals", "bin-packing", "gangs", "profile-scheduler"} {
+		for _, name := range []string{"approvals", "bin-packing", "gangs", "gpu-gangs", "profile-scheduler"} {
 			Expect(out).To(MatchRegexp(`(?m)^%[1]s\s+%[1]s\s+True\s+True\s`, name))
 		}
 	}},
@@ -138,6 +138,34 @@ var walkthrough = []step{
 	{"kubectl get pods -l app=workers", func(out string) {
 		Expect(regexp.MustCompile(`(?m)^workers-[0-3]-\w+\s+0/1\s+Completed\s`).FindAllString(out, -1)).To(HaveLen(4), out)
 	}},
+	{"kubectl apply -f config/samples/pods/gpu-gang.yaml", func(out string) {
+		Expect(out).To(ContainSubstring("resourceclaimtemplate.resource.k8s.io/two-gpus created"))
+		Expect(out).To(ContainSubstring("podgroup.scheduling.x-k8s.io/gpu-workers created"))
+		Expect(out).To(ContainSubstring("job.batch/gpu-workers created"))
+	}},
+	{"kubectl wait podgroup/gpu-workers --for=jsonpath='{.status.waiting}'=4", contains("condition met")},
+	{"kubectl get waitingpods -l app=gpu-workers -o custom-columns=NAME:.metadata.name,NODE:.status.nodeName,CLAIM:.status.claims[0].resourceClaim,POOL:.status.claims[0].devices[0].pool,DEVICES:.status.claims[0].devices[*].device", func(out string) {
+		// Each worker holds two GPUs of its own node; the simulated
+		// driver names a node's pool after it.
+		rows := regexp.MustCompile(`(?m)^gpu-workers-\d-\w+\s+(node-[135])\s+gpu-workers-\d-\w+-gpus-\w+\s+(node-[135])\s+(gpu-[0-3]),(gpu-[0-3])\s*$`).FindAllStringSubmatch(out, -1)
+		Expect(rows).To(HaveLen(4), out)
+		held := map[string]bool{}
+		for _, row := range rows {
+			Expect(row[2]).To(Equal(row[1]), "the devices are on the pod's node:\n%s", out)
+			Expect(row[3]).NotTo(Equal(row[4]), out)
+			for _, device := range row[3:] {
+				Expect(held).NotTo(HaveKey(row[1]+"/"+device), "no GPU is held for two workers:\n%s", out)
+				held[row[1]+"/"+device] = true
+			}
+		}
+	}},
+	{`kubectl approve podgroup/gpu-workers --reason "8 GPUs reviewed"`, contains("podgroup/gpu-workers: 4 of 4 members approved")},
+	{"kubectl wait --for=condition=Ready pods -l app=gpu-workers", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(4))
+	}},
+	{"kubectl get resourceclaims", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^gpu-workers-\d-\w+-gpus-\w+\s+allocated,reserved\s`).FindAllString(out, -1)).To(HaveLen(4), out)
+	}},
 	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
 		Expect(out).To(ContainSubstring("statefulset.apps/database created"))
 	}},
@@ -163,6 +191,7 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring(`statefulset.apps "database" deleted`))
 		Expect(out).To(ContainSubstring(`job.batch "workers" deleted`))
 		Expect(out).To(ContainSubstring(`podgroup.scheduling.x-k8s.io "workers" deleted`))
+		Expect(out).To(ContainSubstring(`job.batch "gpu-workers" deleted`))
 	}},
 	{"kubectl delete -f config/samples/shadow/", contains(`schedulingprofile.scheduling.schedprofiles.io "spread-shadow" deleted`)},
 	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},

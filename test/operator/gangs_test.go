@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -127,6 +128,90 @@ func bindSpread(ns, group string) time.Duration {
 		}
 	}
 	return last.Sub(first)
+}
+
+// gpuNode publishes four devices of driver on node, in a pool of its name,
+// and a DeviceClass of driver's name selecting them, as a DRA driver and
+// its installation would; both go when the spec ends.
+func gpuNode(driver, node string) {
+	GinkgoHelper()
+	class := &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: driver},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+		}}},
+	}
+	slice := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   driver,
+			Pool:     resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1},
+			NodeName: ptr.To(node),
+		},
+	}
+	for i := range 4 {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+	}
+	for _, obj := range []client.Object{class, slice} {
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+		DeferCleanup(k8sClient.Delete, ctx, obj)
+	}
+}
+
+// gpuMember is member i of group on nodes of pool, whose ResourceClaim,
+// made here, asks for two devices of class.
+func gpuMember(ns, group string, i int, schedulerName, pool, class string) *corev1.Pod {
+	GinkgoHelper()
+	pod := member(ns, group, i, schedulerName, pool, "1")
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod.Name + "-gpus"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpus",
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2,
+			},
+		}}}},
+	}
+	Expect(k8sClient.Create(ctx, claim)).To(Succeed())
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim.Name)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+	return pod
+}
+
+// heldDevices returns, once every named WaitingPod shows its pod held and
+// awaiting a decision, the devices each shows for its claim "gpus", as
+// pool/device; nil before.
+func heldDevices(ns string, names ...string) map[string][]string {
+	out := map[string][]string{}
+	for _, name := range names {
+		wp, err := getWaitingPod(ns, name)
+		if err != nil || !meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable) ||
+			len(wp.Status.Claims) != 1 || wp.Status.Claims[0].Name != "gpus" {
+			return nil
+		}
+		for _, d := range wp.Status.Claims[0].Devices {
+			out[name] = append(out[name], d.Pool+"/"+d.Device)
+		}
+	}
+	return out
+}
+
+// allocatedDevices returns the devices written to a claim's status, as
+// pool/device, and the pods it is reserved for.
+func allocatedDevices(ns, name string) ([]string, []string) {
+	GinkgoHelper()
+	claim := &resourceapi.ResourceClaim{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, claim)).To(Succeed())
+	var devices, pods []string
+	if claim.Status.Allocation != nil {
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			devices = append(devices, r.Pool+"/"+r.Device)
+		}
+	}
+	for _, ref := range claim.Status.ReservedFor {
+		pods = append(pods, ref.Name)
+	}
+	return devices, pods
 }
 
 func getPodGroup(ns, name string) *podgroupv1alpha1.PodGroup {
@@ -309,6 +394,54 @@ var _ = Describe("Gangs", Ordered, func() {
 			Eventually(eventNotes("Pod", ns, fmt.Sprintf("vetoed-%d", i), "FailedScheduling")).Should(ContainElement(ContainSubstring("rejection in Unreserve")))
 		}
 		Consistently(func() map[string]int { return boundMembers(ns) }, "3s").Should(BeEmpty())
+	})
+
+	It("holds each GPU member's devices, shown on its WaitingPod, and gives back every one when a member is rejected", func() {
+		ns := gangNamespace()
+		nodes("gang-gpu", 1, "4", "8Gi")
+		const class = "gang-gpu.example.com"
+		gpuNode(class, "gang-gpu-0")
+		// Two members of two GPUs each take all four of the node.
+		podGroup(ns, "gpus", 2, nil)
+		for i := range 2 {
+			createPod(gpuMember(ns, "gpus", i, "approved-gangs", "gang-gpu", class))
+		}
+		// Each member holds two, and no device is held for both.
+		distinctFourGPUs := WithTransform(func(held map[string][]string) []string {
+			var all []string
+			for _, devices := range held {
+				if len(devices) != 2 {
+					return nil
+				}
+				all = append(all, devices...)
+			}
+			return all
+		}, ConsistOf("gang-gpu-0/gpu-0", "gang-gpu-0/gpu-1", "gang-gpu-0/gpu-2", "gang-gpu-0/gpu-3"))
+		Eventually(func() map[string][]string { return heldDevices(ns, "gpus-0", "gpus-1") }).Should(distinctFourGPUs)
+		// Held, nothing is written to the claims.
+		for i := range 2 {
+			devices, pods := allocatedDevices(ns, fmt.Sprintf("gpus-%d-gpus", i))
+			Expect(devices).To(BeEmpty())
+			Expect(pods).To(BeEmpty())
+		}
+
+		kubectlOK("reject", "waitingpod/gpus-1", "-n", ns, "--reason", "not these GPUs")
+		Eventually(eventNotes("Pod", ns, "gpus-0", "FailedScheduling")).Should(ContainElement(ContainSubstring("rejection in Unreserve")))
+		// Taken back, the rejection lets both members be held again only
+		// if every device of the first hold was given back: together they
+		// need all four.
+		kubectlOK("reject", "--undo", "waitingpod/gpus-1", "-n", ns)
+		var held map[string][]string
+		Eventually(func() map[string][]string { held = heldDevices(ns, "gpus-0", "gpus-1"); return held }).Should(distinctFourGPUs)
+		Expect(kubectlOK("approve", "podgroup/gpus", "-n", ns)).To(ContainSubstring("podgroup/gpus: 2 of 2 members approved"))
+		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"gpus": 2}))
+		// Bound, each claim has the devices its WaitingPod showed.
+		for i := range 2 {
+			pod := fmt.Sprintf("gpus-%d", i)
+			devices, pods := allocatedDevices(ns, pod+"-gpus")
+			Expect(devices).To(ConsistOf(held[pod]))
+			Expect(pods).To(Equal([]string{pod}))
+		}
 	})
 
 	It("does not count a pod that carries the label but was bound elsewhere", func() {

@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -102,11 +104,51 @@ var _ = Describe("SchedulingProfile controller", func() {
 		Expect(sp.Status.Plugins).NotTo(BeNil())
 		Expect(sp.Status.Plugins.QueueSort).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "PrioritySort"}}))
 		Expect(sp.Status.Plugins.Bind).To(Equal([]schedulingv1alpha1.ResolvedPlugin{{Name: "DefaultBinder"}}))
-		Expect(sp.Status.OmittedDefaultPlugins).To(Equal([]string{"DynamicResources"}))
+		Expect(sp.Status.OmittedDefaultPlugins).To(BeEmpty())
 
 		ns := namespace()
 		pod := createPod(poolPod(ns, "web", "basic", "basic", "500m", "512Mi"))
 		Expect(boundNode(pod)).To(HavePrefix("basic-"))
+	})
+
+	It("allocates a pod's ResourceClaim on the node with the devices, writes it and binds the pod", func() {
+		nodes("dra", 2, "4", "8Gi")
+		apply("dra", profileManifest("dra", "{}"))
+		serving("dra")
+
+		ns := namespace()
+		class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "gpu-"}}
+		Expect(k8sClient.Create(ctx, class)).To(Succeed())
+		// One device, on dra-1 only, in a pool of this spec's own.
+		slice := &resourceapi.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "dra-1-"},
+			Spec: resourceapi.ResourceSliceSpec{
+				Driver: "gpu.example.com", NodeName: ptr.To("dra-1"),
+				Pool:    resourceapi.ResourcePool{Name: ns, ResourceSliceCount: 1},
+				Devices: []resourceapi.Device{{Name: "gpu-0"}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, slice)).To(Succeed())
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name:    "gpu",
+				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class.Name, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+			}}}},
+		}
+		Expect(k8sClient.Create(ctx, claim)).To(Succeed())
+
+		pod := poolPod(ns, "gpu", "dra", "dra", "100m", "128Mi")
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu")}}
+		createPod(pod)
+		Expect(boundNode(pod)).To(Equal("dra-1"))
+
+		// PreBind wrote the allocation and the reservation before binding.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		Expect(claim.Status.Allocation).NotTo(BeNil())
+		Expect(claim.Status.Allocation.Devices.Results).To(ConsistOf(HaveField("Device", "gpu-0")))
+		Expect(claim.Status.ReservedFor).To(ConsistOf(HaveField("UID", pod.UID)))
+		Expect(claim.Finalizers).To(ContainElement(resourceapi.Finalizer))
 	})
 
 	It("switches a live profile from spreading to packing without a restart", func() {

@@ -174,7 +174,14 @@ func Run(ctx context.Context, o Options, w Workload) (*Result, error) {
 		return nil, err
 	}
 	o.logf("== %s: starting kube-apiserver and etcd", w.Name)
-	cluster, err := localcluster.Start(localcluster.Options{AssetsDir: o.AssetsDir, CRDDir: o.CRDDir})
+	clusterOptions := localcluster.Options{AssetsDir: o.AssetsDir, CRDDir: o.CRDDir}
+	if w.DRA {
+		// Claims are made from the pods' templates by the resource claim
+		// controller, in a process of its own as in a cluster.
+		clusterOptions.ControllerManager = true
+		clusterOptions.Controllers = localcluster.DRAControllers()
+	}
+	cluster, err := localcluster.Start(clusterOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +241,15 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	start := time.Now()
 	nodes := localcluster.Nodes("node", w.Nodes, perfNode)
+	gpuNodes := 0
+	if w.DRA {
+		var stopDRA func()
+		var err error
+		if gpuNodes, stopDRA, err = h.startDRA(ctx, nodes); err != nil {
+			return nil, err
+		}
+		defer stopDRA()
+	}
 	if err := localcluster.CreateNodes(ctx, h.cs, nodes, o.Workers); err != nil {
 		return nil, err
 	}
@@ -244,6 +260,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if _, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
+	}
+	if w.DRA {
+		if err := h.awaitDevices(ctx, gpuNodes, ceilingNamespace, measureNamespace, upstreamNamespace); err != nil {
+			return nil, err
+		}
+		o.logf("   %d nodes with %d simulated GPUs each", gpuNodes, localcluster.StandardGPUs().Count)
 	}
 	o.logf("   %d nodes in %v", w.Nodes, time.Since(start).Round(time.Millisecond))
 
@@ -418,6 +440,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err := h.cs.CoreV1().Pods(measureNamespace).DeleteCollection(ctx,
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
+		}
+		if w.DRA {
+			if err := h.deleteClaims(ctx, measureNamespace); err != nil {
+				return nil, err
+			}
 		}
 		if err := h.runUpstream(ctx, res); err != nil {
 			return nil, err

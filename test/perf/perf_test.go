@@ -169,6 +169,40 @@ var _ = Describe("The benchmark harness", func() {
 			Expect(unbatched.UpstreamBatchAttempts).NotTo(HaveKey("hint_used"))
 		}
 	})
+
+	It("measures a DRA workload beside kube-scheduler, each finding every simulated GPU free", func() {
+		assets, err := testenv.AssetsDir()
+		Expect(err).NotTo(HaveOccurred())
+		upstream := filepath.Join(assets, "kube-scheduler")
+		if _, err := os.Stat(upstream); err != nil {
+			Skip("kube-scheduler is not built (WANT=kube-scheduler hack/build-control-plane.sh)")
+		}
+		// 20 nodes, 10 of them with 4 GPUs, and 32 pods of one GPU each:
+		// kube-scheduler places its 32 only if the operator's claims
+		// gave their devices back.
+		workloads, err := selectWorkloads("DRA/500Nodes", 25)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(workloads[0].Pods).To(Equal(32))
+		dir := GinkgoT().TempDir()
+		var table bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		Expect(run(ctx, workloads, Options{
+			QPS: 5000, Burst: 5000, Workers: 8, Timeout: 2 * time.Minute, Progress: GinkgoWriter, Upstream: upstream,
+			CRDDir: filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"),
+		}, dir, &table)).To(Succeed())
+		GinkgoWriter.Println(table.String())
+
+		data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var report Results
+		Expect(json.Unmarshal(data, &report)).To(Succeed())
+		res := report.Workloads[0]
+		Expect(res.Attempts).To(HaveKeyWithValue("scheduled", res.Pods))
+		expectCost(res.Cost, "operator")
+		Expect(res.UpstreamCost).NotTo(BeNil())
+		expectCost(*res.UpstreamCost, "kube-scheduler")
+	})
 })
 
 // expectCost checks that every figure of a scheduler's cost was measured.

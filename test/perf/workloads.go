@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
@@ -42,6 +43,11 @@ type Workload struct {
 	// NoBatching turns the OpportunisticBatching feature gate off in both
 	// schedulers (--feature-gates), for the figures before batching.
 	NoBatching bool
+	// DRA gives every other node the simulated GPUs of the local run,
+	// published by the simulated DRA driver, runs kube-controller-
+	// manager's resource claim controller, and gives each namespace the
+	// ResourceClaimTemplate gpuTemplate, which the Pod function names.
+	DRA bool
 }
 
 // Node and pod shapes of scheduler_perf's default templates.
@@ -75,6 +81,17 @@ func zoneAffinity(p *corev1.Pod) {
 			}},
 		}}},
 	}}
+}
+
+// gpuTemplate is the ResourceClaimTemplate of DRA workloads: one simulated
+// GPU.
+const gpuTemplate = "gpu"
+
+// gpuClaim gives the pod a claim made from gpuTemplate, used by its
+// container.
+func gpuClaim(p *corev1.Pod) {
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(gpuTemplate)}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 }
 
 const (
@@ -129,6 +146,9 @@ var allWorkloads = []Workload{
 	{Name: "IdenticalPods/15000Nodes", Nodes: 15000, InitPods: 3000, Pods: 3000, Profile: noPodTopologySpread},
 	{Name: "IdenticalPods/15000Nodes_NoBatching", Nodes: 15000, InitPods: 3000, Pods: 3000, Profile: noPodTopologySpread, NoBatching: true},
 	{Name: "Extender/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: defaultProfile, Extender: true},
+	// Pods with a claim from a template for one GPU, on 250 nodes of 4
+	// simulated GPUs among 500: the measured pods take 800 of the 1000.
+	{Name: "DRA/500Nodes", Nodes: 500, InitPods: 500, Pods: 800, Profile: defaultProfile, Pod: gpuClaim, DRA: true},
 	// A large cluster at rest: what each scheduler holds for 5000 nodes and
 	// 10000 running pods, once it has scheduled a few pods.
 	{Name: "Memory/5000Nodes_10000Pods", Nodes: 5000, InitPods: 10000, Pods: 100, Profile: defaultProfile, Memory: true},

@@ -26,7 +26,8 @@ type ControllerManager struct {
 // error names make control-plane when it is not there. controllers are its
 // --controllers (none: localcluster.VolumeControllers); a suite that needs
 // real workloads adds localcluster.WorkloadControllers, or only the few it
-// needs, as each one costs start-up time and CPU. Stop it before stopping
+// needs, as each one costs start-up time and CPU, and a suite of pods with
+// ResourceClaims runs localcluster.DRAControllers. Stop it before stopping
 // env.
 func StartControllerManager(env *envtest.Environment, out io.Writer, controllers ...string) (*ControllerManager, error) {
 	if env.Config == nil {

@@ -1,7 +1,8 @@
 // Package testenv starts the real control plane (kube-apiserver and etcd, built
 // by hack/build-control-plane.sh) with the project's CRDs installed, for the
 // integration suites under test/, and, for the suites that need claims
-// bound, kube-controller-manager's volume controllers beside it. The fault
+// bound or ResourceClaims made from templates, kube-controller-manager's
+// volume or DRA controllers beside it. The fault
 // suite also crashes kube-apiserver and etcd and starts them again as they
 // were (ControlPlaneProcess).
 package testenv

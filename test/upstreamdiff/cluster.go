@@ -64,8 +64,8 @@ type cluster struct {
 	bound   []*v1.Pod
 	pending []*v1.Pod
 	// objects are the API objects both fake clientsets start with (nodes,
-	// pods, namespaces, storage, PodDisruptionBudgets): preemption reads
-	// the preemptor and evicts victims through the API.
+	// pods, namespaces, storage, DRA objects, PodDisruptionBudgets):
+	// preemption reads the preemptor and evicts victims through the API.
 	objects []k8sruntime.Object
 }
 
@@ -76,6 +76,8 @@ type generator struct {
 	uid   int
 	// pvcs are the claims pending pods may use, by namespace.
 	pvcs map[string][]string
+	// devices are the DRA devices and claims drawn so far.
+	devices draState
 }
 
 func (g *generator) pick(n int) int { return g.r.IntN(n) }
@@ -117,13 +119,25 @@ func newCluster(seed uint64, numNodes, numPending int) *cluster {
 	}
 	g.nodes = c.nodes
 	c.objects = append(c.objects, g.storage()...)
+	c.objects = append(c.objects, g.dra()...)
 	for i := range numNodes {
 		p := g.pod(fmt.Sprintf("bound-%03d", i), true)
+		if g.chance(0.15) {
+			// A GPU in use, through a claim pending pods may share.
+			if claim := g.allocatedClaim(p.Namespace, p.Name+"-gpu", p); claim != nil {
+				c.objects = append(c.objects, claim)
+			}
+		}
 		c.bound = append(c.bound, p)
 		c.objects = append(c.objects, p)
 	}
 	for i := range numPending {
 		p := g.pod(fmt.Sprintf("pending-%03d", i), false)
+		if g.chance(0.1) {
+			if claim := g.generatedClaim(p); claim != nil {
+				c.objects = append(c.objects, claim)
+			}
+		}
 		c.pending = append(c.pending, p)
 		c.objects = append(c.objects, p)
 	}
@@ -449,6 +463,9 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 	}
 	if g.chance(0.2) {
 		g.volumes(p)
+	}
+	if g.chance(0.3) {
+		g.podClaims(p)
 	}
 	if g.chance(0.05) {
 		// spec.nodeName on a pending pod: NodeName's PreFilter narrows the search.

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 var (
@@ -98,6 +99,21 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 		got := ours.cycle(ctx, pod, nodeNames)
 		if want.Nominated != "" || got.Nominated != "" {
 			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
+		}
+		if len(pod.Spec.ResourceClaims) > 0 {
+			if err := awaitClaims(ctx, up, ours); err != nil {
+				t.Fatal(err)
+			}
+			if node := pick(want.Totals); node != "" {
+				assumed := pod.DeepCopy()
+				assumed.Spec.NodeName = node
+				if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+					t.Fatal(err)
+				}
+				if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		total.pods++
 		total.outcomes[outcome(want)]++
@@ -299,6 +315,8 @@ func compare(want, got *result) map[string]string {
 	check("postfilter", want.PostFilter, got.PostFilter)
 	check("nominated", want.Nominated, got.Nominated)
 	check("victims", want.Victims, got.Victims)
+	check("reserve", want.Reserve, got.Reserve)
+	check("devices", want.Devices, got.Devices)
 	return out
 }
 
@@ -325,6 +343,12 @@ func podSummary(p *v1.Pod) string {
 	}
 	for _, v := range p.Spec.Volumes {
 		fmt.Fprintf(&b, "  volume %s %+v\n", v.Name, v.VolumeSource)
+	}
+	for _, c := range p.Spec.ResourceClaims {
+		fmt.Fprintf(&b, "  resource claim %s: %s%s\n", c.Name, ptr.Deref(c.ResourceClaimName, ""), ptr.Deref(c.ResourceClaimTemplateName, ""))
+	}
+	for _, c := range p.Status.ResourceClaimStatuses {
+		fmt.Fprintf(&b, "  generated claim %s: %s\n", c.Name, ptr.Deref(c.ResourceClaimName, ""))
 	}
 	return b.String()
 }

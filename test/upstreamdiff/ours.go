@@ -2,6 +2,7 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -11,12 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -29,7 +33,11 @@ type oursSide struct {
 	snapshot  *oursLister
 	nominator *oursNominator
 	deletions deletions
-	cancel    context.CancelFunc
+	claims    resourcelisters.ResourceClaimLister
+	dra       *dynamicresources.Manager
+	// state is the last cycle's, which reserve continues.
+	state  *framework.CycleState
+	cancel context.CancelFunc
 }
 
 // oursNominator is upstreamNominator for this framework.
@@ -59,11 +67,18 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 	s := &oursSide{snapshot: &oursLister{cache.NewEmptySnapshot()}, nominator: &oursNominator{}, cancel: cancel}
 	s.client = newFakeClient(objs, &s.deletions)
 	factory := informers.NewSharedInformerFactory(s.client, 0)
+	// As the scheduler builds it, before its informers start.
+	dra, err := dynamicresources.NewManager(ctx, s.client, factory)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("building profile-scheduler's DRA manager: %w", err)
+	}
 	f, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), nil,
 		runtime.WithDefaultPlugins(plugins.DefaultPlugins()),
 		runtime.WithClientSet(s.client),
 		runtime.WithInformerFactory(factory),
 		runtime.WithSnapshotSharedLister(s.snapshot),
+		runtime.WithSharedDRAManager(dra),
 		runtime.WithPodNominator(s.nominator),
 		runtime.WithEventRecorder(&events.FakeRecorder{}),
 	)
@@ -72,8 +87,15 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 		return nil, fmt.Errorf("building profile-scheduler's framework: %w", err)
 	}
 	s.fwk = f
+	s.claims = factory.Resource().V1().ResourceClaims().Lister()
+	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// As the scheduler waits for its event sources before it schedules.
+	if !toolscache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced) {
+		cancel()
+		return nil, errors.New("profile-scheduler's DRA caches did not sync")
+	}
 	return s, nil
 }
 
@@ -99,6 +121,15 @@ func (s *oursSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominati
 	return nil
 }
 
+func (s *oursSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
+	v := oursVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return v, nil, err
+	}
+	return v, devicesInUse(allocated), nil
+}
+
 func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {
 	_, err := s.client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
 	return err
@@ -107,6 +138,8 @@ func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {
 func (s *oursSide) deleted() []string { return s.deletions.list() }
 
 func (s *oursSide) clientset() *fake.Clientset { return s.client }
+
+func (s *oursSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
 
 func (s *oursSide) close() {
 	s.cancel()
@@ -124,6 +157,7 @@ func oursVerdict(st *framework.Status) verdict {
 func (s *oursSide) cycle(ctx context.Context, pod *v1.Pod, nodeNames []string) *result {
 	res := &result{Signature: string(s.fwk.SignPod(ctx, pod))}
 	state := framework.NewCycleState()
+	s.state = state
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	fitError := func() {
 		res.Message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}).Error()

@@ -2,13 +2,22 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
 // verdict is a framework status reduced to what both frameworks share.
@@ -45,6 +54,12 @@ type result struct {
 	PostFilter verdict
 	Nominated  string
 	Victims    []string
+	// Reserve is the Reserve status on the node the harness placed a pod
+	// with ResourceClaims on, and Devices the devices then in use, sorted:
+	// Reserve counts the claims' new allocations as in flight, so later
+	// pods compete for what is left.
+	Reserve verdict
+	Devices []string
 	// Signature is the pod's opportunistic-batching signature, as text.
 	Signature string
 	// Err is an internal error of any extension point.
@@ -64,10 +79,16 @@ type side interface {
 	setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominations) error
 	// cycle runs one scheduling cycle for pod over nodes, in that order.
 	cycle(ctx context.Context, pod *v1.Pod, nodes []string) *result
+	// reserve runs the Reserve plugins for pod on node in the state of
+	// the side's last cycle, which was pod's, and returns their verdict
+	// and the devices in use afterwards.
+	reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error)
 	// bind records in the clientset that pod is now bound.
 	bind(ctx context.Context, pod *v1.Pod) error
 	// clientset is the side's fake clientset.
 	clientset() *fake.Clientset
+	// claimLister lists the ResourceClaims the side's informer holds.
+	claimLister() resourcelisters.ResourceClaimLister
 	// deleted returns the pods deleted through the clientset so far, in
 	// the order of the calls.
 	deleted() []string
@@ -94,6 +115,22 @@ func newFakeClient(objs []k8sruntime.Object, d *deletions) *fake.Clientset {
 		d.mu.Unlock()
 		return false, nil, nil
 	})
+	// The fake tracker keeps the resourceVersion a write sends, where the
+	// API server bumps it: upstream's assume cache ignores an update that
+	// is not newer, so PostFilter's deallocation of a claim would never
+	// reach it.
+	client.PrependReactor("update", "resourceclaims", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
+		obj, err := meta.Accessor(a.(clienttesting.UpdateAction).GetObject())
+		if err != nil {
+			return true, nil, err
+		}
+		version, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return true, nil, err
+		}
+		obj.SetResourceVersion(strconv.FormatInt(version+1, 10))
+		return false, nil, nil
+	})
 	return client
 }
 
@@ -101,4 +138,64 @@ func (d *deletions) list() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.names)
+}
+
+// awaitClaims waits, up to 2 seconds, until each side's ResourceClaim
+// informer holds the claims' status its clientset does: PostFilter's
+// deallocation writes through the API, and the next cycle must read it on
+// both sides alike. The handlers that count the devices in use run after
+// the informer's store changed, so after a wait it gives them a moment.
+func awaitClaims(ctx context.Context, sides ...side) error {
+	deadline := time.Now().Add(2 * time.Second)
+	waited := false
+	for _, s := range sides {
+		for {
+			synced, err := claimsSynced(ctx, s)
+			if err != nil {
+				return err
+			}
+			if synced {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("ResourceClaim informer did not catch up with the API")
+			}
+			waited = true
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if waited {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+func claimsSynced(ctx context.Context, s side) (bool, error) {
+	list, err := s.clientset().ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range list.Items {
+		cached, err := s.claimLister().ResourceClaims(c.Namespace).Get(c.Name)
+		if err != nil || !equality.Semantic.DeepEqual(cached.Status, c.Status) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// devicesInUse lists, sorted, the devices allocated whole and the
+// capacity consumed of the devices shared (their share IDs are random).
+func devicesInUse(allocated *structured.AllocatedState) []string {
+	var out []string
+	for id := range allocated.AllocatedDevices {
+		out = append(out, id.String())
+	}
+	for id, consumed := range allocated.AggregatedCapacity {
+		for name, q := range consumed {
+			out = append(out, fmt.Sprintf("%s %s=%s", id, name, q))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,6 +2,7 @@ package upstreamdiff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,20 +10,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 )
 
 // upstreamSide is kube-scheduler 1.37.2's framework with its default
@@ -34,7 +41,11 @@ type upstreamSide struct {
 	snapshot  *upstreamLister
 	nominator *upstreamNominator
 	deletions deletions
-	cancel    context.CancelFunc
+	claims    resourcelisters.ResourceClaimLister
+	dra       fwk.SharedDRAManager
+	// state is the last cycle's, which reserve continues.
+	state  *framework.CycleState
+	cancel context.CancelFunc
 }
 
 // upstreamLister lets the harness swap the snapshot under an instance
@@ -61,21 +72,13 @@ func (n *upstreamNominator) NominatedPodsForNode(node string) []fwk.PodInfo {
 	return out
 }
 
-// upstreamProfile is the default profile of kube-scheduler 1.37.2 without
-// DynamicResources, which profile-scheduler does not build yet.
+// upstreamProfile is the default profile of kube-scheduler 1.37.2.
 func upstreamProfile() (*config.KubeSchedulerProfile, error) {
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, err
 	}
-	prof := cfg.Profiles[0].DeepCopy()
-	prof.Plugins.MultiPoint.Enabled = slices.DeleteFunc(prof.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool {
-		return p.Name == names.DynamicResources
-	})
-	prof.PluginConfig = slices.DeleteFunc(prof.PluginConfig, func(pc config.PluginConfig) bool {
-		return pc.Name == names.DynamicResources
-	})
-	return prof, nil
+	return cfg.Profiles[0].DeepCopy(), nil
 }
 
 func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSide, error) {
@@ -90,14 +93,36 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 	s := &upstreamSide{snapshot: &upstreamLister{cache.NewEmptySnapshot()}, nominator: &upstreamNominator{}, cancel: cancel}
 	s.client = newFakeClient(objs, &s.deletions)
 	factory := informers.NewSharedInformerFactory(s.client, 0)
-	// As kube-scheduler's New wires it: NodeVolumeLimits reads CSINodes here.
+	// As kube-scheduler's New wires it: NodeVolumeLimits reads CSINodes
+	// here, DynamicResources claims through an assume cache and slices
+	// through the tracker, with DRADeviceTaintRules and
+	// DRAConsumableCapacity as their default gates set them.
 	csi := nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())
+	logger := klog.FromContext(ctx)
+	resource := factory.Resource().V1()
+	claims := assumecache.NewAssumeCache(logger, resource.ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	trackerOpts := resourceslicetracker.Options{
+		EnableDeviceTaintRules:   feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
+		EnableConsumableCapacity: feature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+		SliceInformer:            resource.ResourceSlices(),
+		KubeClient:               s.client,
+	}
+	if trackerOpts.EnableDeviceTaintRules {
+		trackerOpts.TaintInformer = resource.DeviceTaintRules()
+	}
+	tracker, err := resourceslicetracker.StartTracker(ctx, trackerOpts)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("starting kube-scheduler's ResourceSlice tracker: %w", err)
+	}
+	dra := dynamicresources.NewDRAManager(ctx, claims, tracker, factory)
 	f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), prof,
 		frameworkruntime.WithClientSet(s.client),
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(s.snapshot),
 		frameworkruntime.WithMutableSnapshotLister(s.snapshot),
 		frameworkruntime.WithSharedCSIManager(csi),
+		frameworkruntime.WithSharedDRAManager(dra),
 		frameworkruntime.WithPodNominator(s.nominator),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
@@ -108,8 +133,16 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 		return nil, fmt.Errorf("building kube-scheduler's framework: %w", err)
 	}
 	s.fwk = f
+	s.claims = factory.Resource().V1().ResourceClaims().Lister()
+	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// As kube-scheduler's WaitForHandlersSync: the claims' handlers, which
+	// count the devices in use, and the tracker have seen every object.
+	if !toolscache.WaitForCacheSync(ctx.Done(), claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}).HasSynced, tracker.HasSynced) {
+		cancel()
+		return nil, errors.New("kube-scheduler's DRA caches did not sync")
+	}
 	return s, nil
 }
 
@@ -117,6 +150,15 @@ func (s *upstreamSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nomi
 	s.snapshot.Snapshot = cache.NewSnapshot(pods, nodes)
 	s.nominator.pods = nominated
 	return nil
+}
+
+func (s *upstreamSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
+	v := upstreamVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return v, nil, err
+	}
+	return v, devicesInUse(allocated), nil
 }
 
 func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
@@ -127,6 +169,8 @@ func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
 func (s *upstreamSide) deleted() []string { return s.deletions.list() }
 
 func (s *upstreamSide) clientset() *fake.Clientset { return s.client }
+
+func (s *upstreamSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
 
 func (s *upstreamSide) close() { s.cancel() }
 
@@ -142,6 +186,7 @@ func upstreamVerdict(st *fwk.Status) verdict {
 func (s *upstreamSide) cycle(ctx context.Context, pod *v1.Pod, nodeNames []string) *result {
 	res := &result{Signature: string(s.fwk.SignPod(ctx, pod))}
 	state := framework.NewCycleState()
+	s.state = state
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	fitError := func() {
 		res.Message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}).Error()

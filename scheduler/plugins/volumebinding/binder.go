@@ -155,7 +155,7 @@ func (b *binder) claimOf(pod *v1.Pod, vol *v1.Volume) (*v1.PersistentVolumeClaim
 		return nil, true, nil
 	}
 	key := pod.Namespace + "/" + name
-	pvc, err := b.pvcs.get(key)
+	pvc, err := b.pvcs.Get(key)
 	if err != nil {
 		return nil, false, fmt.Errorf("error getting PVC %q: %v", key, err)
 	}
@@ -231,7 +231,7 @@ func (b *binder) podClaims(pod *v1.Pod) (*podVolumeClaims, error) {
 // read in their CSI form (in-tree, migratable) are left to the full
 // check, whose outcome depends on the node's CSINode; so are missing PVs.
 func (b *binder) compileBoundAffinity(out *podVolumeClaims, pvName string) {
-	pv, err := b.pvs.get(pvName)
+	pv, err := b.pvs.Get(pvName)
 	if err != nil || b.translator.IsPVMigratable(pv) {
 		return
 	}
@@ -373,7 +373,7 @@ func (b *binder) checkBoundClaims(logger klog.Logger, claims []*v1.PersistentVol
 	var csiNode *storagev1.CSINode
 	csiNodeRead := false
 	for _, pvc := range claims {
-		pv, err := b.pvs.get(pvc.Spec.VolumeName)
+		pv, err := b.pvs.Get(pvc.Spec.VolumeName)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return true, false, nil
@@ -692,7 +692,7 @@ func (b *binder) assume(logger klog.Logger, pod *v1.Pod, nodeName string, pv *po
 			return false, err
 		}
 		if dirty {
-			if err := b.pvs.assume(newPV); err != nil {
+			if err := b.pvs.Assume(newPV); err != nil {
 				b.restorePVs(bindings)
 				return false, err
 			}
@@ -703,7 +703,7 @@ func (b *binder) assume(logger klog.Logger, pod *v1.Pod, nodeName string, pv *po
 	for _, dp := range pv.dynamicProvisions {
 		claim := dp.pvc.DeepCopy()
 		metav1.SetMetaDataAnnotation(&claim.ObjectMeta, volume.AnnSelectedNode, nodeName)
-		if err := b.pvcs.assume(claim); err != nil {
+		if err := b.pvcs.Assume(claim); err != nil {
 			b.restorePVs(bindings)
 			b.restorePVCs(provisions)
 			return false, err
@@ -723,13 +723,13 @@ func (b *binder) revert(pv *podVolumes) {
 
 func (b *binder) restorePVs(bindings []*bindingInfo) {
 	for _, bi := range bindings {
-		b.pvs.restore(bi.pv)
+		b.pvs.Restore(bi.pv)
 	}
 }
 
 func (b *binder) restorePVCs(provisions []*dynamicProvision) {
 	for _, dp := range provisions {
-		b.pvcs.restore(dp.pvc)
+		b.pvcs.Restore(dp.pvc)
 	}
 }
 
@@ -820,11 +820,11 @@ func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, 
 	}
 
 	for _, bi := range bindings {
-		apiPV, err := b.pvs.getAPIObj(bi.pv.Name)
+		apiPV, err := b.pvs.GetAPIObj(bi.pv.Name)
 		if err != nil {
 			return false, fmt.Errorf("failed to check binding: %w", err)
 		}
-		apiPVC, err := b.pvcs.getAPIObj(claimKey(bi.pvc))
+		apiPVC, err := b.pvcs.GetAPIObj(claimKey(bi.pvc))
 		if err != nil {
 			return false, fmt.Errorf("failed to check binding: %w", err)
 		}
@@ -847,7 +847,7 @@ func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, 
 	}
 
 	for _, claim := range claims {
-		apiPVC, err := b.pvcs.getAPIObj(claimKey(claim))
+		apiPVC, err := b.pvcs.GetAPIObj(claimKey(claim))
 		if err != nil {
 			return false, fmt.Errorf("failed to check provisioning pvc: %w", err)
 		}
@@ -863,7 +863,7 @@ func (b *binder) bindingsDone(logger klog.Logger, pod *v1.Pod, nodeName string, 
 			return false, fmt.Errorf("provisioning failed for PVC %q", apiPVC.Name)
 		}
 		if apiPVC.Spec.VolumeName != "" {
-			apiPV, err := b.pvs.getAPIObj(apiPVC.Spec.VolumeName)
+			apiPV, err := b.pvs.GetAPIObj(apiPVC.Spec.VolumeName)
 			if err != nil {
 				if apierrors.IsNotFound(err) {
 					return false, nil

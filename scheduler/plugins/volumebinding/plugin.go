@@ -179,7 +179,7 @@ func validateArgs(args *configv1.VolumeBindingArgs, fts features) error {
 // Close unhooks the assume caches from the shared informers when the
 // profile is retired.
 func (pl *volumeBinding) Close() error {
-	return errors.Join(pl.binder.pvs.close(), pl.binder.pvcs.close())
+	return errors.Join(pl.binder.pvs.Close(), pl.binder.pvcs.Close())
 }
 
 // Name returns the plugin's name.

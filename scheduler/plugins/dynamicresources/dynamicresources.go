@@ -1,0 +1,1080 @@
+package dynamicresources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
+)
+
+const (
+	// Name is the plugin's name in registries and profiles.
+	Name = "DynamicResources"
+
+	stateKey framework.StateKey = Name
+
+	// bindingConditionsPollInterval is how often PreBind checks the
+	// binding conditions of allocated devices, as upstream.
+	bindingConditionsPollInterval = 5 * time.Second
+)
+
+var (
+	// ErrDeviceBindingTimeout is the cause of PreBind's failure when
+	// binding conditions were not met within the binding timeout.
+	ErrDeviceBindingTimeout = errors.New("device binding timeout")
+	// ErrDeviceBindingFailed is the cause of PreBind's failure when a
+	// binding failure condition became true.
+	ErrDeviceBindingFailed = errors.New("device binding failed")
+
+	errNoManager = errors.New("the scheduler provides no DRA manager to this profile instance")
+)
+
+// stateData is written in PreFilter and shared, by pointer, by the later
+// extension points of the cycle and its binding cycle.
+type stateData struct {
+	// claims holds the pod's claims (1:1 with pod.spec.resourceClaims that
+	// have one), as of PreFilter. Each claim is read-only because it may
+	// come from the informer; PreBind replaces the ones it wrote. Empty
+	// if the pod has no claims, in which case the plugin has no work.
+	claims claimStore
+
+	// allocator handles the claims to allocate; nil when all are allocated.
+	allocator structured.Allocator
+
+	// mutex guards unavailableClaims and nodeAllocations, written by the
+	// parallel Filter calls.
+	mutex sync.Mutex
+
+	// unavailableClaims are the indices of claims that are allocated and
+	// were not available on at least one node. PostFilter reads them.
+	unavailableClaims sets.Set[int]
+
+	// informationsForClaim has one entry per claim.
+	informationsForClaim []informationForClaim
+
+	// nodeAllocations caches Filter's allocation results per node name,
+	// matching the order of the claims to allocate.
+	nodeAllocations map[string][]resourceapi.AllocationResult
+}
+
+// Clone returns d itself: nothing is changed by preemption's clones.
+func (d *stateData) Clone() framework.StateData {
+	return d
+}
+
+type informationForClaim struct {
+	// availableOnNodes is the node selector of the claim's allocation, if allocated.
+	availableOnNodes *nodeaffinity.NodeSelector
+
+	// allocation is set by Reserve, published by PreBind, nil if nothing
+	// had to be allocated.
+	allocation *resourceapi.AllocationResult
+}
+
+// dynamicResources is the plugin. It keeps no state of its own between
+// cycles: claims, in-flight allocations and slices are in the scheduler's
+// shared DRA manager.
+type dynamicResources struct {
+	filterTimeout  time.Duration
+	bindingTimeout time.Duration
+	fh             framework.Handle
+	clientset      kubernetes.Interface
+	celCache       *cel.Cache
+	draManager     framework.SharedDRAManager
+}
+
+var (
+	_ framework.PreEnqueuePlugin  = (*dynamicResources)(nil)
+	_ framework.PreFilterPlugin   = (*dynamicResources)(nil)
+	_ framework.FilterPlugin      = (*dynamicResources)(nil)
+	_ framework.PostFilterPlugin  = (*dynamicResources)(nil)
+	_ framework.ScorePlugin       = (*dynamicResources)(nil)
+	_ framework.ReservePlugin     = (*dynamicResources)(nil)
+	_ framework.PreBindPlugin     = (*dynamicResources)(nil)
+	_ framework.EnqueueExtensions = (*dynamicResources)(nil)
+)
+
+// New builds the plugin from *configv1.DynamicResourcesArgs, defaulted by
+// the runtime. It reads claims, slices and classes through the handle's
+// SharedDRAManager. An instance built without one (to validate a profile)
+// refuses pods with claims; it never reads the manager for other pods.
+func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*configv1.DynamicResourcesArgs)
+	if !ok {
+		return nil, fmt.Errorf("got args of type %T, want *DynamicResourcesArgs", obj)
+	}
+	if err := ValidateArgs(args); err != nil {
+		return nil, err
+	}
+	pl := &dynamicResources{
+		fh:        h,
+		clientset: h.ClientSet(),
+		// An LRU cache of compiled CEL expressions: the most recent 10
+		// are reused across scheduling cycles.
+		celCache:   cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}),
+		draManager: h.SharedDRAManager(),
+	}
+	if args.FilterTimeout != nil {
+		pl.filterTimeout = args.FilterTimeout.Duration
+	}
+	pl.bindingTimeout = configv1.DynamicResourcesBindingTimeoutDefault
+	if args.BindingTimeout != nil {
+		pl.bindingTimeout = args.BindingTimeout.Duration
+	}
+	return pl, nil
+}
+
+// ValidateArgs checks *configv1.DynamicResourcesArgs as kube-scheduler
+// 1.37 does with its default gates (DRASchedulerFilterTimeout,
+// DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on).
+func ValidateArgs(args *configv1.DynamicResourcesArgs) error {
+	var allErrs field.ErrorList
+	if args.FilterTimeout != nil && args.FilterTimeout.Duration < 0 {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("filterTimeout"), args.FilterTimeout, "must be zero or positive"))
+	}
+	if args.BindingTimeout != nil && args.BindingTimeout.Duration < time.Second {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("bindingTimeout"), args.BindingTimeout, "must be at least 1 second"))
+	}
+	return allErrs.ToAggregate()
+}
+
+// Name returns the plugin's name.
+func (pl *dynamicResources) Name() string { return Name }
+
+// EventsToRegister returns upstream's events that may make a pod this
+// plugin rejected schedulable.
+func (pl *dynamicResources) EventsToRegister(_ context.Context) ([]framework.ClusterEventWithHint, error) {
+	return []framework.ClusterEventWithHint{
+		// A resource might depend on node labels for topology filtering.
+		// A new or updated node may make pods schedulable.
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeLabel | framework.UpdateNodeAllocatable}},
+		// Allocation is tracked in ResourceClaims, so any changes may make the pods schedulable.
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Add | framework.Update | framework.Delete}, QueueingHintFn: pl.isSchedulableAfterClaimChange},
+		// Adding the ResourceClaim name to the pod status makes pods waiting for their ResourceClaim schedulable.
+		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodGeneratedResourceClaim}, QueueingHintFn: pl.isSchedulableAfterTargetPodUpdate},
+		// A pod might be waiting for a class to get created or modified.
+		{Event: framework.ClusterEvent{Resource: framework.DeviceClass, ActionType: framework.Add | framework.Update}},
+		// Adding or updating a ResourceSlice might make a pod schedulable because new resources became available.
+		{Event: framework.ClusterEvent{Resource: framework.ResourceSlice, ActionType: framework.Add | framework.Update}},
+	}, nil
+}
+
+// PreEnqueue keeps a pod out of the active queue while one of its claims
+// is missing, being deleted or not owned by the pod as it should be. One of
+// the registered events triggers another attempt.
+func (pl *dynamicResources) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status {
+	if err := pl.foreachPodResourceClaim(pod, nil); err != nil {
+		return statusUnschedulable(klog.FromContext(ctx), err.Error())
+	}
+	return nil
+}
+
+// isSchedulableAfterClaimChange is invoked for add, update and delete
+// claim events. It checks whether that change made a previously
+// unschedulable pod schedulable, erring on the side of letting a
+// scheduling attempt happen. A deletion the watch missed arrives with the
+// last known claim (the queue unwraps tombstones), where upstream queues
+// without looking.
+func (pl *dynamicResources) isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+	originalClaim, modifiedClaim, err := helper.As[*resourceapi.ResourceClaim](oldObj, newObj)
+	if err != nil {
+		return framework.Queue, fmt.Errorf("unexpected object in isSchedulableAfterClaimChange: %w", err)
+	}
+
+	if modifiedClaim == nil {
+		// Deleted, final state known. The allocation is expected to be
+		// nil: events come through the claim assume cache and the
+		// scheduler is the only one adding allocations, so the update
+		// removing it cannot have been missed.
+		if originalClaim.Status.Allocation == nil {
+			logger.V(6).Info("claim with structured parameters got deleted, had no allocation")
+			return framework.QueueSkip, nil
+		}
+		logger.V(6).Info("claim with structured parameters got deleted, had an allocation")
+		return framework.Queue, nil
+	}
+
+	usesClaim := false
+	if err := pl.foreachPodResourceClaim(pod, func(_ string, claim *resourceapi.ResourceClaim) {
+		if claim.UID == modifiedClaim.UID {
+			usesClaim = true
+		}
+	}); err != nil {
+		// foreachPodResourceClaim only fails for "not schedulable".
+		if loggerV := logger.V(6); loggerV.Enabled() {
+			owner := metav1.GetControllerOf(modifiedClaim)
+			loggerV.Info("pod is not schedulable after resource claim change", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim), "claimOwner", owner, "reason", err.Error())
+		}
+		return framework.QueueSkip, nil
+	}
+
+	if originalClaim != nil &&
+		originalClaim.Status.Allocation != nil &&
+		modifiedClaim.Status.Allocation == nil {
+		// Deallocated: this might have made resources available for other pods.
+		logger.V(6).Info("claim with structured parameters got deallocated", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim))
+		return framework.Queue, nil
+	}
+
+	if !usesClaim {
+		logger.V(6).Info("unrelated claim got modified", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim))
+		return framework.QueueSkip, nil
+	}
+
+	if originalClaim == nil {
+		logger.V(5).Info("claim for pod got created", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim))
+		return framework.Queue, nil
+	}
+
+	// If the entire status is as before, something else changed that
+	// does not matter (in practice, the driver adding its finalizer).
+	if apiequality.Semantic.DeepEqual(&originalClaim.Status, &modifiedClaim.Status) {
+		logger.V(6).Info("claim for pod got modified where the pod doesn't care", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim))
+		return framework.QueueSkip, nil
+	}
+
+	logger.V(5).Info("status of claim for pod got updated", "pod", klog.KObj(pod), "claim", klog.KObj(modifiedClaim))
+	return framework.Queue, nil
+}
+
+// isSchedulableAfterTargetPodUpdate is invoked for updates of the pod's
+// generated claims: it queues once every claim the pod waits for exists.
+func (pl *dynamicResources) isSchedulableAfterTargetPodUpdate(logger klog.Logger, pod *v1.Pod, _, newObj any) (framework.QueueingHint, error) {
+	_, modifiedPod, err := helper.As[*v1.Pod](nil, newObj)
+	if err != nil {
+		return framework.Queue, fmt.Errorf("unexpected object in isSchedulableAfterTargetPodUpdate: %w", err)
+	}
+	if err := pl.foreachPodResourceClaim(modifiedPod, nil); err != nil {
+		logger.V(6).Info("pod is not schedulable after being updated", "pod", klog.KObj(pod))
+		return framework.QueueSkip, nil
+	}
+	logger.V(5).Info("pod got updated and is schedulable", "pod", klog.KObj(pod))
+	return framework.Queue, nil
+}
+
+// podResourceClaims returns the ResourceClaims of pod.spec.resourceClaims.
+func (pl *dynamicResources) podResourceClaims(pod *v1.Pod) ([]*resourceapi.ResourceClaim, error) {
+	claims := make([]*resourceapi.ResourceClaim, 0, len(pod.Spec.ResourceClaims))
+	if err := pl.foreachPodResourceClaim(pod, func(_ string, claim *resourceapi.ResourceClaim) {
+		// The pointer is the cache's: a claim modified meanwhile is a new
+		// object there, never this one mutated.
+		claims = append(claims, claim)
+	}); err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// foreachPodResourceClaim checks that each ResourceClaim of the pod
+// exists, is not being deleted and, for one generated from a template,
+// belongs to the pod. It calls cb, if any, for each claim.
+func (pl *dynamicResources) foreachPodResourceClaim(pod *v1.Pod, cb func(podResourceName string, claim *resourceapi.ResourceClaim)) error {
+	if pl.draManager == nil && len(pod.Spec.ResourceClaims) > 0 {
+		return errNoManager
+	}
+	for _, resource := range pod.Spec.ResourceClaims {
+		claimName, mustCheckOwner, err := resourceclaim.Name(pod, &resource)
+		if err != nil {
+			return err
+		}
+		// No claim was generated for this entry, which is valid.
+		if claimName == nil {
+			continue
+		}
+		claim, err := pl.draManager.ResourceClaims().Get(pod.Namespace, *claimName)
+		if err != nil {
+			return err
+		}
+		if claim.DeletionTimestamp != nil {
+			return fmt.Errorf("resourceclaim %q is being deleted", claim.Name)
+		}
+		if mustCheckOwner {
+			if err := resourceclaim.IsForPod(pod, claim, false); err != nil {
+				return err
+			}
+		}
+		if cb != nil {
+			cb(resource.Name, claim)
+		}
+	}
+	return nil
+}
+
+// PreFilter reads the pod's claims, refuses pods whose claims are in use
+// by others, in flight or ask for a missing class, and sets up the
+// allocator for the claims to allocate. Pods without claims skip the
+// plugin.
+func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	logger := klog.FromContext(ctx)
+
+	// An empty state records that the pod has no claims for the later
+	// extension points; it is filled below if we get that far.
+	s := &stateData{nodeAllocations: make(map[string][]resourceapi.AllocationResult)}
+	state.Write(stateKey, s)
+
+	userClaims, err := pl.podResourceClaims(pod)
+	if err != nil {
+		return nil, statusUnschedulable(logger, err.Error())
+	}
+	logger.V(5).Info("pod resource claims", "pod", klog.KObj(pod), "resourceclaims", klog.KObjSlice(userClaims))
+	claims := newClaimStore(userClaims)
+	if claims.empty() {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+
+	numClaimsToAllocate := 0
+	s.informationsForClaim = make([]informationForClaim, claims.len())
+	for index, claim := range claims.all() {
+		if claim.Status.Allocation != nil &&
+			!resourceclaim.CanBeReserved(claim) &&
+			!resourceclaim.IsReservedForPod(pod, claim, false) {
+			// Resource is in use. The pod has to wait.
+			return nil, statusUnschedulable(logger, "resourceclaim in use", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
+		}
+
+		if claim.Status.Allocation != nil {
+			nodeSelector, err := nodeSelectorFromAllocation(claim.Status.Allocation)
+			if err != nil {
+				return nil, statusError(logger, err)
+			}
+			s.informationsForClaim[index].availableOnNodes = nodeSelector
+			continue
+		}
+		numClaimsToAllocate++
+
+		// Allocation in flight? Better wait for that to finish, see
+		// claimTracker.
+		if pl.draManager.ResourceClaims().GetPendingAllocation(claim.UID) != nil {
+			return nil, statusUnschedulable(logger, fmt.Sprintf("resource claim %s is in the process of being allocated", klog.KObj(claim)))
+		}
+
+		// Check all requests and device classes. If a class does not
+		// exist, scheduling cannot proceed.
+		for _, request := range claim.Spec.Devices.Requests {
+			switch {
+			case request.Exactly != nil:
+				if status := pl.validateDeviceClass(logger, request.Exactly.DeviceClassName, request.Name); status != nil {
+					return nil, status
+				}
+			case len(request.FirstAvailable) > 0:
+				for _, subRequest := range request.FirstAvailable {
+					qualRequestName := strings.Join([]string{request.Name, subRequest.Name}, "/")
+					if status := pl.validateDeviceClass(logger, subRequest.DeviceClassName, qualRequestName); status != nil {
+						return nil, status
+					}
+				}
+			default:
+				return nil, statusUnschedulable(logger, fmt.Sprintf("resource claim %s, request %s: unknown request type", klog.KObj(claim), request.Name))
+			}
+		}
+	}
+
+	if numClaimsToAllocate > 0 {
+		if loggerV := logger.V(5); loggerV.Enabled() {
+			claimsToAllocate := make([]*resourceapi.ResourceClaim, 0, claims.len())
+			for _, claim := range claims.toAllocate() {
+				claimsToAllocate = append(claimsToAllocate, claim)
+			}
+			loggerV.Info("Preparing allocation with structured parameters", "pod", klog.KObj(pod), "resourceclaims", klog.KObjSlice(claimsToAllocate))
+		}
+
+		// Claims (and their devices) count as allocated if the claim
+		// cache shows them allocated or their allocation is in flight.
+		// That does not change during filtering, so it is gathered once,
+		// retried in the unlikely case of a concurrent modification.
+		var allocatedState *structured.AllocatedState
+		err = wait.PollUntilContextTimeout(ctx, time.Microsecond, 5*time.Second, true /* immediate */, func(context.Context) (bool, error) {
+			allocatedState, err = pl.draManager.ResourceClaims().GatherAllocatedState()
+			if errors.Is(err, errClaimTrackerConcurrentModification) {
+				logger.V(6).Info("Conflicting modification during GatherAllocatedState, trying again")
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if allocatedState == nil {
+				return false, errors.New("nil allocated state")
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, statusError(logger, fmt.Errorf("gather allocation state: %w", err))
+		}
+		slices, err := pl.draManager.ResourceSlices().ListWithDeviceTaintRules()
+		if err != nil {
+			return nil, statusError(logger, err)
+		}
+		allocator, err := structured.NewAllocator(ctx, AllocatorFeatures(), *allocatedState, pl.draManager.DeviceClasses(), slices, pl.celCache)
+		if err != nil {
+			return nil, statusError(logger, err)
+		}
+		s.allocator = allocator
+	}
+	s.claims = claims
+	return nil, nil
+}
+
+// AllocatorFeatures returns the allocator features kube-scheduler 1.37.2
+// enables with its default gates: admin access, prioritized lists,
+// partitionable devices, device taints, binding conditions with device
+// status, and consumable capacity. The alpha ones (list-type and derived
+// attributes, optional node operations, compatibility groups) and
+// DRAFractionalCapacityRange, on only with --min-compatibility-version
+// 1.37 (the default is 1.36), stay off.
+func AllocatorFeatures() structured.Features {
+	return structured.Features{
+		AdminAccess:            true,
+		PrioritizedList:        true,
+		PartitionableDevices:   true,
+		DeviceTaints:           true,
+		DeviceBindingAndStatus: true,
+		ConsumableCapacity:     true,
+	}
+}
+
+func (pl *dynamicResources) validateDeviceClass(logger klog.Logger, deviceClassName, requestName string) *framework.Status {
+	if deviceClassName == "" {
+		return statusError(logger, fmt.Errorf("request %s: unsupported request type", requestName))
+	}
+	if _, err := pl.draManager.DeviceClasses().Get(deviceClassName); apierrors.IsNotFound(err) {
+		// Unschedulable, so the pod sleeps in the unschedulable queue
+		// until a DeviceClass event occurs.
+		return statusUnschedulable(logger, fmt.Sprintf("request %s: device class %s does not exist", requestName, deviceClassName))
+	}
+	return nil
+}
+
+// PreFilterExtensions returns nil: claims do not depend on other pods.
+func (pl *dynamicResources) PreFilterExtensions() framework.PreFilterExtensions {
+	return nil
+}
+
+func getStateData(cs *framework.CycleState) (*stateData, error) {
+	state, err := cs.Read(stateKey)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := state.(*stateData)
+	if !ok {
+		return nil, errors.New("unable to convert state into stateData")
+	}
+	return s, nil
+}
+
+// Filter checks that the node satisfies the node selector of each
+// allocated claim, that allocated claims with binding conditions did not
+// fail or time out, and that the allocator finds devices for the claims
+// to allocate on the node; the result is kept for Reserve.
+func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	state, err := getStateData(cs)
+	if err != nil {
+		return statusError(klog.FromContext(ctx), err)
+	}
+	if state.claims.empty() {
+		return nil
+	}
+
+	logger := klog.FromContext(ctx)
+	node := nodeInfo.Node()
+
+	var unavailableClaims []int
+	for index, claim := range state.claims.all() {
+		logger.V(10).Info("filtering based on resource claims of the pod", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaim", klog.KObj(claim))
+
+		// This node selector only gets set if the claim is allocated.
+		if nodeSelector := state.informationsForClaim[index].availableOnNodes; nodeSelector != nil && !nodeSelector.Match(node) {
+			logger.V(5).Info("allocation's node selector does not match", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaim", klog.KObj(claim))
+			unavailableClaims = append(unavailableClaims, index)
+			continue
+		}
+
+		// The claim is allocated: is it ready for binding?
+		if claim.Status.Allocation != nil {
+			ready, err := isClaimReadyForBinding(claim)
+			// A claim whose binding failed, or timed out waiting for its
+			// conditions, may get deallocated in PostFilter so that other
+			// devices can be tried.
+			if err != nil {
+				logger.V(5).Info("Claim failed binding conditions check", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaim", klog.KObj(claim), "err", err)
+				unavailableClaims = append(unavailableClaims, index)
+			} else if !ready && pl.isClaimTimeout(claim) {
+				logger.V(5).Info("Claim timed out waiting for binding conditions", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaim", klog.KObj(claim))
+				unavailableClaims = append(unavailableClaims, index)
+			}
+		}
+	}
+
+	// Use the allocator to check the node and cache the result in case the
+	// node is picked.
+	var allocations []resourceapi.AllocationResult
+	if state.allocator != nil {
+		allocCtx := ctx
+		if loggerV := logger.V(5); loggerV.Enabled() {
+			allocCtx = klog.NewContext(allocCtx, klog.LoggerWithValues(logger, "node", klog.KObj(node)))
+		}
+		if pl.filterTimeout > 0 {
+			c, cancel := context.WithTimeout(allocCtx, pl.filterTimeout)
+			defer cancel()
+			allocCtx = c
+		}
+
+		claimsToAllocate := make([]*resourceapi.ResourceClaim, 0, state.claims.len())
+		for _, claim := range state.claims.toAllocate() {
+			claimsToAllocate = append(claimsToAllocate, claim)
+		}
+		allocationResult, err := state.allocator.Allocate(allocCtx, node, claimsToAllocate)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			// Timeouts are potentially transient: Error retries with
+			// backoff instead of waiting for a cluster event. The node
+			// name helps to diagnose slow slices.
+			return statusError(logger, fmt.Errorf("node %s: timed out trying to allocate devices", node.Name), "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaims", klog.KObjSlice(claimsToAllocate))
+		case errors.Is(err, structured.ErrFailedAllocationOnNode):
+			// Not fatal: other nodes may do. Only surfaced if all fail.
+			return statusUnschedulable(logger, err.Error(), "pod", klog.KObj(pod), "node", klog.KObj(node))
+		case ctx.Err() != nil:
+			return statusUnschedulable(logger, fmt.Sprintf("asked by caller to stop allocating devices: %v", context.Cause(ctx)), "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaims", klog.KObjSlice(claimsToAllocate))
+		case err != nil:
+			// Something is wrong with the claim or class (a CEL
+			// expression, say): abort scheduling of the pod.
+			return statusError(logger, err, "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaims", klog.KObjSlice(claimsToAllocate))
+		}
+		// In practice this is all-or-nothing.
+		if len(allocationResult) != len(claimsToAllocate) {
+			return statusUnschedulable(logger, "cannot allocate all claims", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaims", klog.KObjSlice(claimsToAllocate))
+		}
+		allocations = allocationResult
+	}
+
+	if state.allocator == nil && len(unavailableClaims) == 0 {
+		return nil
+	}
+	state.mutex.Lock()
+	defer state.mutex.Unlock()
+	if len(unavailableClaims) > 0 {
+		// Remember them for PostFilter.
+		if state.unavailableClaims == nil {
+			state.unavailableClaims = sets.New[int]()
+		}
+		state.unavailableClaims.Insert(unavailableClaims...)
+		return statusUnschedulable(logger, "resourceclaim not available on the node", "pod", klog.KObj(pod))
+	}
+	state.nodeAllocations[node.Name] = allocations
+	return nil
+}
+
+// PostFilter checks whether there are allocated claims that could get
+// deallocated to help get the pod schedulable. If yes, it picks one and
+// deallocates it. It only runs when filtering found no suitable node; it
+// comes before DefaultPreemption, as upstream orders them.
+func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *framework.Status) {
+	logger := klog.FromContext(ctx)
+	state, err := getStateData(cs)
+	if err != nil {
+		return nil, statusError(logger, err)
+	}
+	if state.claims.empty() {
+		logger.V(5).Info("No new claims to deallocate", "pod", klog.KObj(pod))
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+
+	// Iterating over a map is random. This is intentional here, we want to
+	// pick one claim randomly because there is no better heuristic.
+	for index := range state.unavailableClaims {
+		claim := state.claims.get(index)
+		if len(claim.Status.ReservedFor) == 0 ||
+			(len(claim.Status.ReservedFor) == 1 && claim.Status.ReservedFor[0].UID == pod.UID) {
+			claim := claim.DeepCopy()
+			claim.Status.ReservedFor = nil
+			claim.Status.Allocation = nil
+			claim.Status.Devices = nil
+			logger.V(5).Info("Deallocation of ResourceClaim", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
+			if _, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+				return nil, statusError(logger, err)
+			}
+			return nil, framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
+		}
+	}
+	return nil, framework.NewStatus(framework.Unschedulable)
+}
+
+// Score favours nodes where the claims' prioritized lists (firstAvailable)
+// get an earlier subrequest (DRAPrioritizedList, on by default).
+func (pl *dynamicResources) Score(ctx context.Context, cs *framework.CycleState, _ *v1.Pod, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
+	state, err := getStateData(cs)
+	if err != nil {
+		return 0, statusError(klog.FromContext(ctx), err)
+	}
+	if state.claims.empty() {
+		return 0, nil
+	}
+	allocations, found := state.nodeAllocations[nodeInfo.Node().Name]
+	if !found {
+		return 0, nil
+	}
+	score, err := computeScore(state.claims.all(), allocations)
+	if err != nil {
+		return 0, statusError(klog.FromContext(ctx), err)
+	}
+	return score, nil
+}
+
+// computeScore adds, for each subrequest of a prioritized list that got
+// allocated, FirstAvailableDeviceRequestMaxSize minus its position.
+// Allocations come from the claim's status, or, for claims allocated in
+// this cycle, from allocations in the order of the claims to allocate.
+func computeScore(claims iter.Seq2[int, *resourceapi.ResourceClaim], allocations []resourceapi.AllocationResult) (int64, error) {
+	var score int64
+	unallocatedIndex := 0
+	for _, claim := range claims {
+		var allocation *resourceapi.AllocationResult
+		if claim.Status.Allocation != nil {
+			allocation = claim.Status.Allocation
+		} else {
+			if unallocatedIndex >= len(allocations) {
+				return 0, fmt.Errorf("number of allocations %d is smaller than number of claims needing allocation", len(allocations))
+			}
+			allocation = &allocations[unallocatedIndex]
+			unallocatedIndex++
+		}
+
+		// The names of all allocated subrequests.
+		allocatedSubRequests := sets.New[string]()
+		for _, res := range allocation.Devices.Results {
+			if resourceclaim.IsSubRequestRef(res.Request) {
+				allocatedSubRequests.Insert(res.Request)
+			}
+		}
+		for _, req := range claim.Spec.Devices.Requests {
+			if req.Exactly != nil {
+				continue
+			}
+			for i, subReq := range req.FirstAvailable {
+				if allocatedSubRequests.Has(resourceclaim.CreateSubRequestRef(req.Name, subReq.Name)) {
+					score += int64(resourceapi.FirstAvailableDeviceRequestMaxSize - i)
+				}
+			}
+		}
+	}
+	return score, nil
+}
+
+// ScoreExtensions returns the plugin: it normalizes its scores.
+func (pl *dynamicResources) ScoreExtensions() framework.ScoreExtensions {
+	return pl
+}
+
+// NormalizeScore scales scores to 0..100, as upstream.
+func (pl *dynamicResources) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *framework.Status {
+	return helper.DefaultNormalizeScore(framework.MaxNodeScore, false, scores)
+}
+
+// Reserve records the allocations Filter found on the chosen node as in
+// flight, so that the following cycles count their devices as taken and
+// pods sharing a claim wait for it. Allocated claims are not reserved
+// for the pod here: PreBind adds the pod to reservedFor, and if that
+// fails another pod was faster and this one is tried again.
+func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	logger := klog.FromContext(ctx)
+	state, err := getStateData(cs)
+	if err != nil {
+		return statusError(logger, err)
+	}
+	if state.claims.empty() || state.allocator == nil {
+		return nil
+	}
+
+	numClaimsToAllocate := 0
+	for range state.claims.toAllocate() {
+		numClaimsToAllocate++
+	}
+	allocations, ok := state.nodeAllocations[nodeName]
+	if !ok || len(allocations) == 0 {
+		// Filter found the node suitable: this should not happen.
+		return statusError(logger, errors.New("claim allocation not found for node"))
+	}
+	// Sanity check: do we have results for all pending claims?
+	if len(allocations) != numClaimsToAllocate {
+		return statusError(logger, fmt.Errorf("internal error, have %d allocations, %d claims to allocate, want %d claims", len(allocations), numClaimsToAllocate, numClaimsToAllocate))
+	}
+
+	allocIndex := 0
+	for index, claim := range state.claims.toAllocate() {
+		allocation := &allocations[allocIndex]
+		allocIndex++
+		state.informationsForClaim[index].allocation = allocation
+
+		// The full object, not just the allocation, is what the allocator
+		// of the next cycles and the logs see.
+		claim = claim.DeepCopy()
+		if !sets.New(claim.Finalizers...).Has(resourceapi.Finalizer) {
+			claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+		}
+		claim.Status.Allocation = allocation
+		if err := pl.draManager.ResourceClaims().SignalClaimPendingAllocation(claim.UID, claim); err != nil {
+			return statusError(logger, fmt.Errorf("internal error, couldn't signal allocation for claim %s: %w", claim.Name, err))
+		}
+		logger.V(5).Info("Reserved resource in allocation result", "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(allocation))
+	}
+	return nil
+}
+
+// Unreserve releases the in-flight allocations of the pod's claims and
+// removes the pod from reservedFor of claims PreBind already reserved. It
+// is idempotent and does nothing without state for the pod.
+func (pl *dynamicResources) Unreserve(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, _ string) {
+	state, err := getStateData(cs)
+	if err != nil || state.claims.empty() {
+		return
+	}
+	logger := klog.FromContext(ctx)
+
+	for _, claim := range state.claims.all() {
+		// If the allocation was in flight, forget it and what the claim
+		// cache shows for the claim: the written status, if any, comes
+		// back through the informer.
+		if deleted := pl.draManager.ResourceClaims().MaybeRemoveClaimPendingAllocation(claim.UID, false); deleted {
+			logger.V(5).Info("Released resource in allocation result", "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(claim.Status.Allocation))
+			pl.draManager.ResourceClaims().AssumedClaimRestore(claim.Namespace, claim.Name)
+		}
+
+		if claim.Status.Allocation != nil && resourceclaim.IsReservedForPod(pod, claim, false) {
+			// Remove the pod from reservedFor. A strategic-merge patch can
+			// remove one entry without having the latest claim.
+			patch := fmt.Sprintf(`{"metadata": {"uid": %q}, "status": { "reservedFor": [ {"$patch": "delete", "uid": %q} ] }}`,
+				claim.UID,
+				pod.UID,
+			)
+			logger.V(5).Info("unreserve", "resourceclaim", klog.KObj(claim), "pod", klog.KObj(pod))
+			if _, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).Patch(ctx, claim.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				// We get here again when scheduling the pod is retried.
+				logger.Error(err, "unreserve", "resourceclaim", klog.KObj(claim))
+			}
+		}
+	}
+}
+
+// PreBindPreFlight says PreBind has work for pods with claims.
+func (pl *dynamicResources) PreBindPreFlight(ctx context.Context, cs *framework.CycleState, _ *v1.Pod, _ string) (*framework.PreBindPreFlightResult, *framework.Status) {
+	result := &framework.PreBindPreFlightResult{AllowParallel: true}
+	state, err := getStateData(cs)
+	if err != nil {
+		return result, statusError(klog.FromContext(ctx), err)
+	}
+	if state.claims.empty() {
+		return result, framework.NewStatus(framework.Skip)
+	}
+	return result, nil
+}
+
+// PreBind writes, for each claim not reserved for the pod yet, the
+// allocation decided in Reserve (if any) and the pod in reservedFor, then
+// waits, up to the binding timeout, for the binding conditions of the
+// allocated devices. On failure the pod goes to the backoff queue and
+// Unreserve runs.
+func (pl *dynamicResources) PreBind(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodeName string) (retStatus *framework.Status) {
+	logger := klog.FromContext(ctx)
+	state, err := getStateData(cs)
+	if err != nil {
+		return statusError(logger, err)
+	}
+	if state.claims.empty() {
+		return nil
+	}
+
+	for index, claim := range state.claims.all() {
+		if !resourceclaim.IsReservedForPod(pod, claim, false) {
+			claim, successCleanup, err := pl.bindClaim(ctx, state, index, pod, nodeName)
+			if err != nil {
+				return statusError(logger, err)
+			}
+			defer func() {
+				if retStatus.IsSuccess() && successCleanup != nil {
+					successCleanup()
+				}
+			}()
+			// Updated here such that Unreserve can work with the patched claim.
+			state.claims.set(index, claim)
+		}
+	}
+
+	if !hasBindingConditions(state) {
+		// The claims are reserved for the pod: binding can proceed.
+		return nil
+	}
+
+	pl.fh.EventRecorder().WithLogger(logger).Eventf(pod, nil, v1.EventTypeNormal, "BindingConditionsPending", "Scheduling", "waiting for binding conditions for device on node %s", nodeName)
+	err = wait.PollUntilContextTimeout(ctx, bindingConditionsPollInterval, pl.bindingTimeout, true,
+		func(ctx context.Context) (bool, error) {
+			return pl.isPodReadyForBinding(state)
+		})
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", ErrDeviceBindingTimeout, err)
+	}
+	if err != nil {
+		// The next attempt's Filter sees the timeout or failure and
+		// PostFilter may deallocate.
+		return statusError(logger, err)
+	}
+	logger.V(5).Info("BindingConditions is met", "pod", klog.KObj(pod), "node", nodeName)
+	return nil
+}
+
+// bindClaim records, for a claim not reserved for the pod yet, the
+// allocation made in Reserve (if any) and the pod in reservedFor. It
+// returns the updated claim and a function to run once PreBind succeeded.
+func (pl *dynamicResources) bindClaim(ctx context.Context, state *stateData, index int, pod *v1.Pod, nodeName string) (*resourceapi.ResourceClaim, func(), error) {
+	logger := klog.FromContext(ctx)
+	claim := state.claims.get(index)
+	allocation := state.informationsForClaim[index].allocation
+	claimUID := claim.UID
+	resourceClaimModified := false
+	defer func() {
+		if resourceClaimModified {
+			// This can fail, but only for reasons that are okay
+			// (concurrent delete or update).
+			if err := pl.draManager.ResourceClaims().AssumeClaimAfterAPICall(claim); err != nil {
+				logger.V(5).Info("Claim not stored in assume cache", "err", err, "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion)
+			} else {
+				logger.V(5).Info("Claim stored in assume cache", "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion)
+			}
+		}
+	}()
+
+	// Run when PreBind succeeds: the allocation is written and assumed,
+	// it is no longer in flight.
+	successCleanup := func() {
+		if allocation != nil && pl.draManager.ResourceClaims().MaybeRemoveClaimPendingAllocation(claimUID, true) {
+			logger.V(5).Info("Removed claim from in-flight claims", "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(allocation))
+		}
+	}
+
+	logger.V(5).Info("preparing claim status update", "claim", klog.KObj(claim), "allocation", klog.Format(allocation))
+
+	// A conflict may come from benign concurrent changes: get the latest
+	// claim and try again.
+	refreshClaim := false
+	claim = claim.DeepCopy()
+	retryErr := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if refreshClaim {
+			updatedClaim, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get updated claim %s after conflict: %w", klog.KObj(claim), err)
+			}
+			logger.V(5).Info("retrying update after conflict", "claim", klog.KObj(claim))
+			claim = updatedClaim
+		} else {
+			// All future retries must get a new claim first.
+			refreshClaim = true
+		}
+
+		if claim.DeletionTimestamp != nil {
+			return fmt.Errorf("claim %s got deleted in the meantime", klog.KObj(claim))
+		}
+
+		// Do we need to store an allocation result from Reserve?
+		if allocation != nil {
+			if claim.Status.Allocation != nil {
+				return fmt.Errorf("claim %s got allocated elsewhere in the meantime", klog.KObj(claim))
+			}
+			// The finalizer needs to be added in a normal update. If we
+			// were interrupted in the past, it might already be set.
+			if !sets.New(claim.Finalizers...).Has(resourceapi.Finalizer) {
+				claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+				updatedClaim, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
+				if err != nil {
+					return fmt.Errorf("add finalizer to claim %s: %w", klog.KObj(claim), err)
+				}
+				claim = updatedClaim
+			}
+			claim.Status.Allocation = allocation
+		}
+
+		// Add the pod without checking preconditions: the API server
+		// answers with a non-conflict error if this is not possible.
+		claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+			Resource: "pods",
+			Name:     pod.Name,
+			UID:      pod.UID,
+		})
+		if claim.Status.Allocation == nil {
+			return fmt.Errorf("claim %s got deallocated elsewhere in the meantime", klog.KObj(claim))
+		}
+		if claim.Status.Allocation.AllocationTimestamp == nil {
+			claim.Status.Allocation.AllocationTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		updatedClaim, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+		if err != nil {
+			if allocation != nil {
+				return fmt.Errorf("add allocation and reservation to claim %s: %w", klog.KObj(claim), err)
+			}
+			return fmt.Errorf("add reservation to claim %s: %w", klog.KObj(claim), err)
+		}
+		claim = updatedClaim
+		resourceClaimModified = true
+		return nil
+	})
+	if retryErr != nil {
+		return nil, nil, retryErr
+	}
+	logger.V(5).Info("reserved", "pod", klog.KObj(pod), "node", nodeName, "resourceclaim", klog.Format(claim))
+	return claim, successCleanup, nil
+}
+
+// isClaimReadyForBinding reports whether all binding conditions of the
+// claim's allocated devices are true (including when there are none). It
+// returns an error wrapping ErrDeviceBindingFailed when a binding failure
+// condition is true.
+func isClaimReadyForBinding(claim *resourceapi.ResourceClaim) (bool, error) {
+	if claim.Status.Allocation == nil {
+		return false, nil
+	}
+	for _, deviceRequest := range claim.Status.Allocation.Devices.Results {
+		if len(deviceRequest.BindingConditions) == 0 {
+			continue
+		}
+		deviceStatus := getAllocatedDeviceStatus(claim, &deviceRequest)
+		if deviceStatus == nil {
+			return false, nil
+		}
+		for _, cond := range deviceRequest.BindingFailureConditions {
+			failedCond := apimeta.FindStatusCondition(deviceStatus.Conditions, cond)
+			if failedCond != nil && failedCond.Status == metav1.ConditionTrue {
+				return false, fmt.Errorf("%w: claim=%s, reason=%s, message=%q",
+					ErrDeviceBindingFailed,
+					claim.Name,
+					failedCond.Reason,
+					failedCond.Message)
+			}
+		}
+		for _, cond := range deviceRequest.BindingConditions {
+			if !apimeta.IsStatusConditionTrue(deviceStatus.Conditions, cond) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// isClaimTimeout reports whether the claim has devices with binding
+// conditions and was allocated longer than the binding timeout ago.
+func (pl *dynamicResources) isClaimTimeout(claim *resourceapi.ResourceClaim) bool {
+	if claim.Status.Allocation == nil || claim.Status.Allocation.AllocationTimestamp == nil {
+		return false
+	}
+	for _, deviceRequest := range claim.Status.Allocation.Devices.Results {
+		if deviceRequest.BindingConditions == nil {
+			continue
+		}
+		if claim.Status.Allocation.AllocationTimestamp.Add(pl.bindingTimeout).Before(time.Now()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPodReadyForBinding re-reads the pod's claims and reports whether all
+// their binding conditions are true. It fails when a binding failure
+// condition is true or a claim timed out.
+func (pl *dynamicResources) isPodReadyForBinding(state *stateData) (bool, error) {
+	for claimIndex, claim := range state.claims.all() {
+		claim, err := pl.draManager.ResourceClaims().Get(claim.Namespace, claim.Name)
+		if err != nil {
+			return false, err
+		}
+		state.claims.set(claimIndex, claim)
+		ready, err := isClaimReadyForBinding(claim)
+		if err != nil {
+			return false, err
+		}
+		if !ready {
+			if pl.isClaimTimeout(claim) {
+				return false, fmt.Errorf("%w: claim=%s", ErrDeviceBindingTimeout, claim.Name)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// hasBindingConditions reports whether an allocated device of the pod's
+// claims has binding conditions.
+func hasBindingConditions(state *stateData) bool {
+	for _, claim := range state.claims.all() {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, device := range claim.Status.Allocation.Devices.Results {
+			if len(device.BindingConditions) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func getAllocatedDeviceStatus(claim *resourceapi.ResourceClaim, deviceRequest *resourceapi.DeviceRequestAllocationResult) *resourceapi.AllocatedDeviceStatus {
+	for i := range claim.Status.Devices {
+		device := &claim.Status.Devices[i]
+		if deviceRequest.Device == device.Device && deviceRequest.Driver == device.Driver && deviceRequest.Pool == device.Pool {
+			return device
+		}
+	}
+	return nil
+}
+
+// statusUnschedulable logs, at V(5), where the status originated.
+func statusUnschedulable(logger klog.Logger, reason string, kv ...any) *framework.Status {
+	if loggerV := logger.V(5); loggerV.Enabled() {
+		helper, loggerV := loggerV.WithCallStackHelper()
+		helper()
+		kv = append(kv, "reason", reason)
+		loggerV.Info("pod unschedulable", kv...)
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, reason)
+}
+
+// statusError logs, at V(5), where the error originated.
+func statusError(logger klog.Logger, err error, kv ...any) *framework.Status {
+	if loggerV := logger.V(5); loggerV.Enabled() {
+		helper, loggerV := loggerV.WithCallStackHelper()
+		helper()
+		loggerV.Error(err, "dynamic resource plugin failed", kv...)
+	}
+	return framework.AsStatus(err)
+}
+
+// nodeSelectorFromAllocation returns the allocation's node selector, or
+// nil when it has none (available on all nodes).
+func nodeSelectorFromAllocation(allocation *resourceapi.AllocationResult) (*nodeaffinity.NodeSelector, error) {
+	if allocation.NodeSelector == nil {
+		return nil, nil
+	}
+	return nodeaffinity.NewNodeSelector(allocation.NodeSelector)
+}
