@@ -149,21 +149,26 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 	return nil
 }
 
-// gatedOffPlugins are upstream 1.37.2's plugins that its default profile
-// adds only with a feature gate off by default, with that gate. Upstream
-// registers them whatever the gates, so a profile may name them, but they
-// do nothing useful with the gate off; none is built here.
-var gatedOffPlugins = map[string]string{
-	"GangScheduling":             "GenericWorkload",
-	"DeferredPodScheduling":      "InPlacePodVerticalScalingSchedulerPreemption",
-	"TopologyPlacementGenerator": "TopologyAwareWorkloadScheduling",
-	"PodGroupPodsCount":          "TopologyAwareWorkloadScheduling",
+// offByDefaultGate is, for one of upstream 1.37.2's plugins that its
+// default profile adds only with a feature gate off by default, that gate.
+// Upstream registers them whatever the gates, so a profile may name them,
+// but they do nothing useful with the gate off; none is built here.
+func offByDefaultGate(name string) (string, bool) {
+	switch name {
+	case "GangScheduling":
+		return "GenericWorkload", true
+	case "DeferredPodScheduling":
+		return "InPlacePodVerticalScalingSchedulerPreemption", true
+	case "TopologyPlacementGenerator", "PodGroupPodsCount":
+		return "TopologyAwareWorkloadScheduling", true
+	}
+	return "", false
 }
 
 // unregisteredReason says why a plugin name does not resolve: for an
 // upstream plugin only used with a gate off by default, the gate.
 func unregisteredReason(name string) string {
-	if gate, ok := gatedOffPlugins[name]; ok {
+	if gate, ok := offByDefaultGate(name); ok {
 		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
 	}
 	return "no such plugin is registered"
