@@ -408,8 +408,14 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		return nil
 	}
 	holding := rec.pod != nil && rec.observed && !rec.resolved
-	if err := m.showOnPod(ctx, key, rec); err != nil {
-		return err
+	if !holding {
+		// The end of a wait is shown on the pod whether or not its
+		// WaitingPod is still there. A hold is shown only once its
+		// WaitingPod exists (below), so that the condition's "kubectl
+		// approve waitingpod/..." names an object a person can decide.
+		if err := m.showOnPod(ctx, key, rec); err != nil {
+			return err
+		}
 	}
 
 	wp := &schedulingv1alpha1.WaitingPod{}
@@ -467,7 +473,15 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 			// the end of the wait) is written with it in one request.
 			m.wrote(key, rec, wp, nil)
 		}
+		if holding {
+			return m.showOnPod(ctx, key, rec)
+		}
 		return nil
+	}
+	if holding {
+		if err := m.showOnPod(ctx, key, rec); err != nil {
+			return err
+		}
 	}
 
 	group, err := m.podGroupOf(ctx, rec)

@@ -48,8 +48,15 @@ var _ = Describe("A pod held at Permit shows it", Ordered, func() {
 		Eventually(permitCondition(pod)).Should(havePodCondition(corev1.ConditionTrue, "HeldByManualApproval"))
 		cond := permitCondition(pod)()
 		Expect(cond.Message).To(MatchRegexp(`^Held at Permit by ManualApproval until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: decide with kubectl approve\|reject waitingpod/held-0$`))
+		// The WaitingPod exists before the pod shows its hold; its status
+		// is written once the operator's cache shows the new object.
 		wp, err := getWaitingPod(ns, "held-0")
 		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() (*metav1.Time, error) {
+			var err error
+			wp, err = getWaitingPod(ns, "held-0")
+			return wp.Status.Expires, err
+		}).ShouldNot(BeNil())
 		Expect(cond.Message).To(ContainSubstring(wp.Status.Expires.UTC().Format(time.RFC3339)))
 		Expect(wp.Status.Expires.Time).To(BeTemporally("~", start.Add(10*time.Minute), time.Minute))
 		Eventually(eventNotes("Pod", ns, "held-0", schedulingv1alpha1.ReasonWaitingAtPermit)).Should(ConsistOf(cond.Message))
