@@ -3,7 +3,11 @@
 # Tools are built from the Go module proxy at pinned versions and cached
 # outside the checkout, so a fresh clone reuses them.
 
-CACHE_DIR ?= $(HOME)/.cache/profile-scheduler
+# The same cache as hack/build-control-plane.sh: PROFILE_SCHEDULER_CACHE, else
+# $XDG_CACHE_HOME/profile-scheduler, else ~/.cache/profile-scheduler.
+XDG_CACHE_HOME ?= $(HOME)/.cache
+PROFILE_SCHEDULER_CACHE ?= $(XDG_CACHE_HOME)/profile-scheduler
+CACHE_DIR ?= $(PROFILE_SCHEDULER_CACHE)
 TOOLS_DIR ?= $(CACHE_DIR)/tools
 LOCALBIN ?= $(CURDIR)/bin
 
