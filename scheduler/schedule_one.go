@@ -462,6 +462,19 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	assumedPod := assumedPodInfo.Pod
 	host := result.SuggestedHost
 
+	// As upstream under NominatedNodeNameForExpectation (beta, on by
+	// default): when the pod will wait at Permit or a PreBind plugin has
+	// work for it, its status names the node it is about to bind to, so
+	// that other components (a cluster autoscaler) count it there.
+	// A failed PreFlight fails the cycle only after the wait at Permit
+	// (upstream fails it before, but then leaves the pod registered as
+	// waiting, which here would leave its WaitingPod behind).
+	preFlight := fwk.RunPreBindPreFlights(context.WithoutCancel(ctx), state, assumedPod, host)
+	preFlightFailed := preFlight.Code() == framework.Error || preFlight.IsRejected()
+	if !preFlightFailed && (preFlight.IsSuccess() || fwk.WillWaitOnPermit(ctx, assumedPod)) {
+		s.status.update(assumedPod, nil, &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: host})
+	}
+
 	if st := fwk.WaitOnPermit(ctx, assumedPod); !st.IsSuccess() {
 		if st.IsRejected() {
 			fitErr := &framework.FitError{
@@ -484,11 +497,10 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	// backoff, so events need no longer be recorded for it.
 	s.queue.Done(assumedPod.UID)
 
-	bindCtx := context.WithoutCancel(ctx)
-	preFlight := fwk.RunPreBindPreFlights(bindCtx, state, assumedPod, host)
-	if preFlight.Code() == framework.Error || preFlight.IsRejected() {
+	if preFlightFailed {
 		return preFlight
 	}
+	bindCtx := context.WithoutCancel(ctx)
 	if preFlight.IsSuccess() {
 		// A PreBind plugin has work for the pod (it may wait for volumes a
 		// long time): preemption may then cancel the pod in memory rather

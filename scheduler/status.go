@@ -32,8 +32,25 @@ type statusUpdate struct {
 	nominatingInfo *framework.NominatingInfo
 }
 
+// over is u with what it leaves unsaid taken from older, an update for
+// the same pod not sent yet: the binding cycle's nomination (no condition)
+// must not drop the condition a scheduling failure just asked for, nor a
+// condition the nomination.
+func (u statusUpdate) over(older statusUpdate) statusUpdate {
+	if u.uid != older.uid {
+		return u
+	}
+	if u.condition == nil {
+		u.condition = older.condition
+	}
+	if u.nominatingInfo.Mode() != framework.ModeOverride {
+		u.nominatingInfo = older.nominatingInfo
+	}
+	return u
+}
+
 // statusUpdater patches pod status off the scheduling loop. Updates are
-// coalesced per pod (the latest wins) and compared, when they are sent,
+// coalesced per pod (what the latest says wins) and compared, when they are sent,
 // with the pod as the informer has it then: nothing is sent when the
 // status already says it, or when the pod was bound, deleted or recreated
 // in the meantime.
@@ -64,7 +81,7 @@ func newStatusUpdater(client clientset.Interface, podLister listersv1.PodLister)
 func (u *statusUpdater) update(pod *v1.Pod, condition *v1.PodCondition, ni *framework.NominatingInfo) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	u.mu.Lock()
-	u.pending[key] = statusUpdate{uid: pod.UID, condition: condition, nominatingInfo: ni}
+	u.pending[key] = statusUpdate{uid: pod.UID, condition: condition, nominatingInfo: ni}.over(u.pending[key])
 	u.mu.Unlock()
 	u.queue.Add(key)
 }
@@ -113,7 +130,9 @@ func (u *statusUpdater) processNext(ctx context.Context) bool {
 	}
 	logger.V(2).Info("Updating pod status failed; will retry", "pod", klog.KRef(key.Namespace, key.Name), "err", err)
 	u.mu.Lock()
-	if _, newer := u.pending[key]; !newer {
+	if newer, ok := u.pending[key]; ok {
+		u.pending[key] = newer.over(upd)
+	} else {
 		u.pending[key] = upd
 	}
 	u.mu.Unlock()
