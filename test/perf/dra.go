@@ -15,8 +15,9 @@ import (
 )
 
 // draSetUpTimeout bounds how long the devices of a DRA workload take to be
-// published, and its claims to go between phases.
-const draSetUpTimeout = 2 * time.Minute
+// published, and its claims to be made before a phase (about 10 pods a
+// second, see awaitClaims) and to go after it.
+const draSetUpTimeout = 5 * time.Minute
 
 // startDRA gives every other node of nodes, not created yet, the local
 // run's simulated GPUs and starts the simulated DRA driver that publishes
@@ -69,11 +70,39 @@ func (h *harness) awaitDevices(ctx context.Context, gpuNodes int, namespaces ...
 	return nil
 }
 
+// awaitClaims waits until the resource claim controller has made the
+// claim of each of the pods of namespace and recorded it in the pod's
+// status. A phase's clock starts after this: kube-controller-manager runs
+// with its default client limits (20 requests a second), and a claim and
+// the pod's status are two requests, so a phase that overlapped the
+// claims' making would measure the controller, about 10 pods a second
+// whichever scheduler runs, rather than the scheduler.
+func (h *harness) awaitClaims(ctx context.Context, namespace string, pods int) error {
+	made := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, draSetUpTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := h.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		made = 0
+		for _, p := range list.Items {
+			if len(p.Status.ResourceClaimStatuses) == len(p.Spec.ResourceClaims) {
+				made++
+			}
+		}
+		return made == pods, nil
+	})
+	if err != nil {
+		return fmt.Errorf("workload %s: only %d of the %d pods of %s got their claims: %w", h.w.Name, made, pods, namespace, err)
+	}
+	return nil
+}
+
 // deleteClaims deletes the claims made for the deleted pods of namespace
 // (in a cluster the garbage collector would, which the workload does not
 // run) and waits until they are gone, the resource claim controller
 // having seen their pods go, so that the next scheduler finds their
-// devices free.
+// devices free and the next phase does not overlap their deletion.
 func (h *harness) deleteClaims(ctx context.Context, namespace string) error {
 	if err := h.cs.ResourceV1().ResourceClaims(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err

@@ -286,6 +286,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if w.DRA {
+			if err := h.awaitClaims(ctx, ceilingNamespace, w.Pods); err != nil {
+				return nil, err
+			}
+		}
 		if res.BindingCeiling, res.CeilingServerCost, err = h.measureCeiling(ctx, ceilingPods); err != nil {
 			return nil, err
 		}
@@ -293,6 +298,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err := h.cs.CoreV1().Pods(ceilingNamespace).DeleteCollection(ctx,
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return nil, err
+		}
+		if w.DRA {
+			if err := h.deleteClaims(ctx, ceilingNamespace); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -312,7 +322,8 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 
 	// The measured pods wait for a profile that does not exist yet; creating
-	// it starts the clock, as for the ceiling, whose pods also existed.
+	// it starts the clock, as for the ceiling, whose pods (and claims) also
+	// existed.
 	bound := &boundCounter{done: make(chan struct{}), total: int64(w.Pods)}
 	stopWatch, err := h.watchBound(ctx, measureNamespace, bound)
 	if err != nil {
@@ -326,6 +337,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	if _, err := h.createPods(ctx, measureNamespace, w.Pods, true); err != nil {
 		return nil, err
+	}
+	if w.DRA {
+		if err := h.awaitClaims(ctx, measureNamespace, w.Pods); err != nil {
+			return nil, err
+		}
 	}
 	if w.Approve {
 		stopApprover, err := h.startApprover(ctx)

@@ -202,6 +202,15 @@ var _ = Describe("The benchmark harness", func() {
 		expectCost(res.Cost, "operator")
 		Expect(res.UpstreamCost).NotTo(BeNil())
 		expectCost(*res.UpstreamCost, "kube-scheduler")
+		// Every claim was made before its phase's clock started: the
+		// phases measure the binder and the schedulers, not the resource
+		// claim controller.
+		for phase, cost := range map[string]*ServerCost{
+			"ceiling": res.CeilingServerCost, "operator": res.ServerCost, "kube-scheduler": res.UpstreamServerCost,
+		} {
+			expectServerCost(cost, phase)
+			Expect(cost.WritesPerPod).NotTo(HaveKey("POST resourceclaims"), phase)
+		}
 	})
 })
 

@@ -12,10 +12,10 @@ import (
 )
 
 // runUpstream measures kube-scheduler on the same API server: the same
-// number of pods, created first, for a kube-scheduler profile with the
-// workload's spec. It serves its metrics on loopback, with /metrics open
-// to anonymous callers so that the harness can read its heap, and stops
-// with the measurement. Its start-up (informers listing the cluster) is
+// number of pods, created first (and their claims made, for a DRA
+// workload), for a kube-scheduler profile with the workload's spec. It
+// serves its metrics on loopback, with /metrics open to anonymous callers
+// so that the harness can read its heap, and stops with the measurement. Its start-up (informers listing the cluster) is
 // left out of throughput and CPU: the clock starts at its first binding.
 // It fills res's Upstream fields.
 func (h *harness) runUpstream(ctx context.Context, res *Result) error {
@@ -59,6 +59,11 @@ func (h *harness) runUpstream(ctx context.Context, res *Result) error {
 	defer stopWatch()
 	if _, err := h.createPods(ctx, upstreamNamespace, h.w.Pods, true); err != nil {
 		return err
+	}
+	if h.w.DRA {
+		if err := h.awaitClaims(ctx, upstreamNamespace, h.w.Pods); err != nil {
+			return err
+		}
 	}
 
 	// Its writes count from here, the API server's CPU from its first
