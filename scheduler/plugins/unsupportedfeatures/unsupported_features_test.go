@@ -8,13 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
@@ -280,56 +276,4 @@ func BenchmarkUnsupportedFeatures(b *testing.B) {
 		st.BenchmarkFilter(b, fwk, snapshot, st.MakePod().Name("p").Label("app", "web").Container("img").
 			Volume(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}).Obj())
 	})
-}
-
-// fakeDRA holds DeviceClasses only, all the guard reads.
-type fakeDRA struct{ classes []*resourceapi.DeviceClass }
-
-func (f *fakeDRA) ResourceClaims() framework.ResourceClaimTracker { return nil }
-func (f *fakeDRA) ResourceSlices() framework.ResourceSliceLister  { return nil }
-func (f *fakeDRA) DeviceClasses() framework.DeviceClassLister     { return f }
-func (f *fakeDRA) List() ([]*resourceapi.DeviceClass, error)      { return f.classes, nil }
-func (f *fakeDRA) Get(string) (*resourceapi.DeviceClass, error)   { return nil, nil }
-
-// TestExtendedResourcesBackedByDRA: an extended resource a DeviceClass
-// provides is refused, by its explicit or implicit name; one no class
-// provides (a device plugin's) is not.
-func TestExtendedResourcesBackedByDRA(t *testing.T) {
-	dra := &fakeDRA{classes: []*resourceapi.DeviceClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "fpga"}},
-	}}
-	snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
-	fwk := st.NewFramework(t, registry(t), st.PluginProfile(st.Plugin(unsupportedfeatures.Name, 0)), snapshot, runtime.WithSharedDRAManager(dra))
-	pod := func(resources ...string) *v1.Pod {
-		p := st.MakePod().Name("p").Obj()
-		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{}}}}
-		for _, r := range resources {
-			p.Spec.Containers[0].Resources.Limits[v1.ResourceName(r)] = resource.MustParse("1")
-		}
-		return p
-	}
-	tests := []struct {
-		name string
-		pod  *v1.Pod
-		want *framework.Status
-	}{
-		{name: "device plugin resource", pod: pod("example.com/nic", "cpu")},
-		{
-			name: "explicit and implicit names",
-			pod:  pod("example.com/gpu", "deviceclass.resource.kubernetes.io/fpga", "example.com/nic"),
-			want: framework.NewStatus(framework.UnschedulableAndUnresolvable,
-				"pod requests the extended resource deviceclass.resource.kubernetes.io/fpga, which DeviceClass fpga provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet",
-				"pod requests the extended resource example.com/gpu, which DeviceClass gpu.example.com provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet",
-			).WithPlugin(unsupportedfeatures.Name),
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := st.RunCycle(t.Context(), fwk, snapshot, tt.pod)
-			if diff := cmp.Diff(tt.want, got.PreFilter); diff != "" {
-				t.Errorf("PreFilter (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
