@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/dynamic-resource-allocation/cel"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -32,10 +31,10 @@ const (
 
 type balancedAllocation struct {
 	resources []resourcescore.Resource
-	// dra and celCache count the devices behind extended resources
+	// dra and matches count the devices behind extended resources
 	// backed by DRA; dra is nil in an instance built to validate a profile.
-	dra      framework.SharedDRAManager
-	celCache *cel.Cache
+	dra     framework.SharedDRAManager
+	matches *resourcescore.MatchCache
 }
 
 var (
@@ -59,8 +58,8 @@ func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.P
 		return nil, err
 	}
 	// Upstream's BalancedAllocation has no CEL cache of its own and would
-	// crash on a class selector; it gets NodeResourcesFit's kind here.
-	return &balancedAllocation{resources: resourcescore.NewResources(args.Resources), dra: h.SharedDRAManager(), celCache: resourcescore.NewCELCache()}, nil
+	// crash on a class selector; it gets one as NodeResourcesFit has.
+	return &balancedAllocation{resources: resourcescore.NewResources(args.Resources), dra: h.SharedDRAManager(), matches: resourcescore.NewMatchCache()}, nil
 }
 
 func (*balancedAllocation) Name() string { return Name }
@@ -91,7 +90,7 @@ func (pl *balancedAllocation) PreScore(_ context.Context, state *framework.Cycle
 	if resourcescore.IsBestEffort(reqs) {
 		return framework.NewStatus(framework.Skip)
 	}
-	dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.celCache)
+	dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.matches)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
@@ -108,7 +107,7 @@ func (pl *balancedAllocation) Score(ctx context.Context, state *framework.CycleS
 		if resourcescore.IsBestEffort(podRequests) {
 			return 0, nil
 		}
-		dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.celCache)
+		dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.matches)
 		if err != nil {
 			return 0, framework.AsStatus(err)
 		}

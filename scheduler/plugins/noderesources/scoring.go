@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/dynamic-resource-allocation/cel"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -24,14 +23,14 @@ type scorer struct {
 	resources []resourcescore.Resource
 	// brokenLinear is RequestedToCapacityRatio's function of utilization.
 	brokenLinear func(utilization int64) int64
-	// dra and celCache count the devices behind extended resources
+	// dra and matches count the devices behind extended resources
 	// backed by DRA; dra is nil in an instance built to validate a profile.
-	dra      framework.SharedDRAManager
-	celCache *cel.Cache
+	dra     framework.SharedDRAManager
+	matches *resourcescore.MatchCache
 }
 
 func newScorer(st *configv1.ScoringStrategy, dra framework.SharedDRAManager) (*scorer, error) {
-	s := &scorer{strategy: st.Type, resources: resourcescore.NewResources(st.Resources), dra: dra, celCache: resourcescore.NewCELCache()}
+	s := &scorer{strategy: st.Type, resources: resourcescore.NewResources(st.Resources), dra: dra, matches: resourcescore.NewMatchCache()}
 	switch st.Type {
 	case configv1.LeastAllocated, configv1.MostAllocated:
 	case configv1.RequestedToCapacityRatio:
@@ -62,7 +61,7 @@ func (s *scorer) podRequests(pod *v1.Pod) []int64 {
 // draState gathers, once per cycle, what scoring extended resources
 // backed by DRA needs; nil when no scored resource is.
 func (s *scorer) draState() (*resourcescore.DRA, error) {
-	return resourcescore.NewDRA(s.dra, s.resources, s.celCache)
+	return resourcescore.NewDRA(s.dra, s.resources, s.matches)
 }
 
 // score rates a node in 0..100. cpu and memory already allocated on the

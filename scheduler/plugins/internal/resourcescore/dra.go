@@ -2,6 +2,7 @@ package resourcescore
 
 import (
 	"context"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -23,7 +24,7 @@ import (
 type DRA struct {
 	resolver  framework.DeviceClassResolver
 	allocated *structured.AllocatedState
-	celCache  *cel.Cache
+	matches   *MatchCache
 	// byNode holds the slices of one node (spec.nodeName), others the
 	// slices that may match any node: counting a node's devices looks at
 	// both, where upstream looks at every slice, with the same result.
@@ -31,11 +32,75 @@ type DRA struct {
 	others []*resourceapi.ResourceSlice
 }
 
+// MatchCache remembers, across cycles, which devices of a ResourceSlice
+// match a DeviceClass's selectors, so that scoring evaluates CEL once per
+// slice and class rather than once per pod. Slices and classes come from
+// informer stores, where a change replaces the object: a pair seen before
+// has the same answer. Upstream caches by device name and expression
+// instead, which keeps a stale answer when a device's attributes change.
+// Only pairs of current slices are kept.
+type MatchCache struct {
+	celCache *cel.Cache
+	// mutex guards matches, read and written by parallel Score calls and
+	// pruned in PreScore.
+	mutex   sync.Mutex
+	matches map[matchKey][]bool
+}
+
+type matchKey struct {
+	slice *resourceapi.ResourceSlice
+	class *resourceapi.DeviceClass
+}
+
+// NewMatchCache returns an empty cache compiling selectors as upstream's
+// NodeResourcesFit does.
+func NewMatchCache() *MatchCache {
+	return &MatchCache{celCache: cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}), matches: map[matchKey][]bool{}}
+}
+
+// prune forgets the pairs of slices no longer listed.
+func (c *MatchCache) prune(slices []*resourceapi.ResourceSlice) {
+	current := make(map[*resourceapi.ResourceSlice]bool, len(slices))
+	for _, s := range slices {
+		current[s] = true
+	}
+	c.mutex.Lock()
+	defer c.mutex.Unlock()
+	for k := range c.matches {
+		if !current[k.slice] {
+			delete(c.matches, k)
+		}
+	}
+}
+
+// deviceMatches returns, per device of slice, whether it matches class.
+func (c *MatchCache) deviceMatches(ctx context.Context, slice *resourceapi.ResourceSlice, class *resourceapi.DeviceClass) ([]bool, error) {
+	key := matchKey{slice: slice, class: class}
+	c.mutex.Lock()
+	matches, ok := c.matches[key]
+	c.mutex.Unlock()
+	if ok {
+		return matches, nil
+	}
+	matches = make([]bool, len(slice.Spec.Devices))
+	for i := range slice.Spec.Devices {
+		match, err := c.deviceMatchesClass(ctx, &slice.Spec.Devices[i], class, slice.Spec.Driver)
+		if err != nil {
+			return nil, err
+		}
+		matches[i] = match
+	}
+	c.mutex.Lock()
+	c.matches[key] = matches
+	c.mutex.Unlock()
+	return matches, nil
+}
+
 // NewDRA returns what scoring resources needs of DRA, or nil when none of
 // them is an extended resource some DeviceClass provides (or m is nil),
-// so that ordinary profiles gather nothing. celCache compiles class
-// selectors.
-func NewDRA(m framework.SharedDRAManager, resources []Resource, celCache *cel.Cache) (*DRA, error) {
+// so that ordinary profiles gather nothing. matches is the plugin's
+// cache of class selector results.
+func NewDRA(m framework.SharedDRAManager, resources []Resource, matches *MatchCache) (*DRA, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -58,7 +123,8 @@ func NewDRA(m framework.SharedDRAManager, resources []Resource, celCache *cel.Ca
 	if err != nil {
 		return nil, err
 	}
-	d := &DRA{resolver: resolver, allocated: allocated, celCache: celCache, byNode: map[string][]*resourceapi.ResourceSlice{}}
+	matches.prune(slices)
+	d := &DRA{resolver: resolver, allocated: allocated, matches: matches, byNode: map[string][]*resourceapi.ResourceSlice{}}
 	for _, slice := range slices {
 		if name := ptr.Deref(slice.Spec.NodeName, ""); name != "" && !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) && !ptr.Deref(slice.Spec.AllNodes, false) && slice.Spec.NodeSelector == nil {
 			d.byNode[name] = append(d.byNode[name], slice)
@@ -97,26 +163,8 @@ func (d *DRA) amounts(ctx context.Context, node *v1.Node, name v1.ResourceName) 
 // sliceAmounts counts the devices of slice available to node that match
 // class, and how many of them are allocated.
 func (d *DRA) sliceAmounts(ctx context.Context, node *v1.Node, class *resourceapi.DeviceClass, slice *resourceapi.ResourceSlice) (capacity, allocated int64, err error) {
-	devices := slice.Spec.Devices
-	if ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) {
-		devices = nil
-		for _, device := range slice.Spec.Devices {
-			nodeName, allNodes := ptr.Deref(device.NodeName, ""), ptr.Deref(device.AllNodes, false)
-			if allNodes || (nodeName != "" && nodeName == node.Name) {
-				devices = append(devices, device)
-				continue
-			}
-			if device.NodeSelector != nil {
-				matches, err := structured.NodeMatches(dynamicresources.AllocatorFeatures(), node, nodeName, allNodes, device.NodeSelector)
-				if err != nil {
-					return 0, 0, err
-				}
-				if matches {
-					devices = append(devices, device)
-				}
-			}
-		}
-	} else {
+	perDevice := ptr.Deref(slice.Spec.PerDeviceNodeSelection, false)
+	if !perDevice {
 		nodeName, allNodes := ptr.Deref(slice.Spec.NodeName, ""), ptr.Deref(slice.Spec.AllNodes, false)
 		switch {
 		case !allNodes && nodeName != node.Name && slice.Spec.NodeSelector != nil:
@@ -131,13 +179,26 @@ func (d *DRA) sliceAmounts(ctx context.Context, node *v1.Node, class *resourceap
 			return 0, 0, nil
 		}
 	}
-	driver, pool := slice.Spec.Driver, slice.Spec.Pool.Name
-	for _, device := range devices {
-		matches, err := d.deviceMatchesClass(ctx, device, class, driver)
-		if err != nil {
+	var matches []bool
+	if len(class.Spec.Selectors) > 0 {
+		var err error
+		if matches, err = d.matches.deviceMatches(ctx, slice, class); err != nil {
 			return 0, 0, err
 		}
-		if !matches {
+	}
+	driver, pool := slice.Spec.Driver, slice.Spec.Pool.Name
+	for i := range slice.Spec.Devices {
+		device := &slice.Spec.Devices[i]
+		if perDevice {
+			available, err := deviceAvailableOn(node, device)
+			if err != nil {
+				return 0, 0, err
+			}
+			if !available {
+				continue
+			}
+		}
+		if matches != nil && !matches[i] {
 			continue
 		}
 		capacity++
@@ -148,15 +209,28 @@ func (d *DRA) sliceAmounts(ctx context.Context, node *v1.Node, class *resourceap
 	return capacity, allocated, nil
 }
 
+// deviceAvailableOn reports whether a device of a slice with per-device
+// node selection is available on node.
+func deviceAvailableOn(node *v1.Node, device *resourceapi.Device) (bool, error) {
+	nodeName, allNodes := ptr.Deref(device.NodeName, ""), ptr.Deref(device.AllNodes, false)
+	if allNodes || (nodeName != "" && nodeName == node.Name) {
+		return true, nil
+	}
+	if device.NodeSelector == nil {
+		return false, nil
+	}
+	return structured.NodeMatches(dynamicresources.AllocatorFeatures(), node, nodeName, allNodes, device.NodeSelector)
+}
+
 // deviceMatchesClass reports whether device satisfies every CEL selector
 // of class (all devices do for a class without selectors, whatever their
 // driver, as upstream).
-func (d *DRA) deviceMatchesClass(ctx context.Context, device resourceapi.Device, class *resourceapi.DeviceClass, driver string) (bool, error) {
+func (c *MatchCache) deviceMatchesClass(ctx context.Context, device *resourceapi.Device, class *resourceapi.DeviceClass, driver string) (bool, error) {
 	for _, selector := range class.Spec.Selectors {
 		if selector.CEL == nil {
 			continue
 		}
-		result := d.celCache.GetOrCompile(selector.CEL.Expression)
+		result := c.celCache.GetOrCompile(selector.CEL.Expression)
 		if result.Error != nil {
 			return false, result.Error
 		}
@@ -166,10 +240,4 @@ func (d *DRA) deviceMatchesClass(ctx context.Context, device resourceapi.Device,
 		}
 	}
 	return true, nil
-}
-
-// NewCELCache returns the cache of compiled class selectors scoring uses,
-// as upstream's NodeResourcesFit builds it.
-func NewCELCache() *cel.Cache {
-	return cel.NewCache(10, cel.Features{EnableConsumableCapacity: true})
 }
