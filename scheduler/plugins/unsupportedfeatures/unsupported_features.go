@@ -154,6 +154,12 @@ type requirement struct {
 func (pl *unsupportedFeatures) PreFilter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	reqs := podRequirements(pod)
 	prof := pl.profile()
+	if dra := pl.handle.SharedDRAManager(); dra != nil && framework.RequestsDRAExtendedResource(pod, dra.DeviceClassResolver()) {
+		// NodeResourcesFit leaves such a resource to DynamicResources on
+		// nodes without it as allocatable: without that plugin the pod
+		// would land there without devices.
+		reqs = append(reqs, requirement{subject: "pod requests extended resources backed by DRA, which need", point: filterPoint, plugins: []string{dynamicResources}})
+	}
 	if !prof.atPoint[filterPoint].Has(interPodAffinity) && pl.matchesExistingAntiAffinity(pod) {
 		// Upstream's InterPodAffinity also keeps a pod away from pods whose
 		// required anti-affinity it matches, even if it has no affinity itself.
@@ -316,11 +322,13 @@ func (pl *unsupportedFeatures) matchesExistingAntiAffinity(pod *v1.Pod) bool {
 }
 
 // EventsToRegister: a pod refused for matching another pod's anti-affinity
-// may fit once that pod is gone; the other refusals only lift when the
-// profile changes, which builds a new instance.
+// may fit once that pod is gone, one refused for an extended resource
+// backed by DRA once the DeviceClass no longer provides it; the other
+// refusals only lift when the profile changes, which builds a new instance.
 func (pl *unsupportedFeatures) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
+		{Event: framework.ClusterEvent{Resource: framework.DeviceClass, ActionType: framework.Update | framework.Delete}},
 	}, nil
 }
 

@@ -8,6 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -276,4 +279,54 @@ func BenchmarkUnsupportedFeatures(b *testing.B) {
 		st.BenchmarkFilter(b, fwk, snapshot, st.MakePod().Name("p").Label("app", "web").Container("img").
 			Volume(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}).Obj())
 	})
+}
+
+// fakeDRA resolves extended resources to DeviceClasses, all the guard reads.
+type fakeDRA map[v1.ResourceName]*resourceapi.DeviceClass
+
+func (f fakeDRA) ResourceClaims() framework.ResourceClaimTracker               { return nil }
+func (f fakeDRA) ResourceSlices() framework.ResourceSliceLister                { return nil }
+func (f fakeDRA) DeviceClasses() framework.DeviceClassLister                   { return nil }
+func (f fakeDRA) DeviceClassResolver() framework.DeviceClassResolver           { return f }
+func (f fakeDRA) GetDeviceClass(name v1.ResourceName) *resourceapi.DeviceClass { return f[name] }
+
+// TestExtendedResourcesBackedByDRA: an extended resource a DeviceClass
+// provides, by its explicit or implicit name, needs DynamicResources,
+// which NodeResourcesFit leaves it to; one no class provides (a device
+// plugin's) needs nothing.
+func TestExtendedResourcesBackedByDRA(t *testing.T) {
+	dra := fakeDRA{
+		"example.com/gpu": {ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}},
+		v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "fpga"): {ObjectMeta: metav1.ObjectMeta{Name: "fpga"}},
+	}
+	snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
+	fwk := st.NewFramework(t, registry(t), st.PluginProfile(st.Plugin(unsupportedfeatures.Name, 0)), snapshot, runtime.WithSharedDRAManager(dra))
+	pod := func(resources ...v1.ResourceName) *v1.Pod {
+		p := st.MakePod().Name("p").Obj()
+		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{}}}}
+		for _, r := range resources {
+			p.Spec.Containers[0].Resources.Requests[r] = resource.MustParse("1")
+		}
+		return p
+	}
+	// The test registry does not provide DynamicResources.
+	needs := framework.NewStatus(framework.UnschedulableAndUnresolvable,
+		"pod requests extended resources backed by DRA, which need the DynamicResources plugin: not available in profile-scheduler yet").WithPlugin(unsupportedfeatures.Name)
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want *framework.Status
+	}{
+		{name: "device plugin resource", pod: pod("example.com/nic", "cpu")},
+		{name: "explicit name", pod: pod("example.com/gpu"), want: needs},
+		{name: "implicit name", pod: pod(v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "fpga")), want: needs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := st.RunCycle(t.Context(), fwk, snapshot, tt.pod)
+			if diff := cmp.Diff(tt.want, got.PreFilter); diff != "" {
+				t.Errorf("PreFilter (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
