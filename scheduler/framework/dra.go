@@ -83,7 +83,9 @@ type ResourceClaimTracker interface {
 func RequestsDRAExtendedResource(pod *v1.Pod, resolver DeviceClassResolver) bool {
 	mapped := func(list v1.ResourceList) bool {
 		for name, q := range list {
-			if !q.IsZero() && IsDRAExtendedResourceName(name) && resolver.GetDeviceClass(name) != nil {
+			// The resolver first: a map lookup, where the name check
+			// formats and validates the name.
+			if !q.IsZero() && resolver.GetDeviceClass(name) != nil && IsDRAExtendedResourceName(name) {
 				return true
 			}
 		}

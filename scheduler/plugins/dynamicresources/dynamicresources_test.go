@@ -43,7 +43,7 @@ type env struct {
 	snapshot *st.Snapshot
 }
 
-func newEnv(t *testing.T, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
+func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)

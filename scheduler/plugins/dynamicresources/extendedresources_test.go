@@ -366,3 +366,27 @@ func TestFindExtendedResourceClaim(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPreFilterWithoutClaims: PreFilter of pods without claims, with
+// and without an extended resource that no class provides (a device
+// plugin's), in a cluster where a class provides another: such pods must
+// cost no more than a look at their containers' requests.
+func BenchmarkPreFilterWithoutClaims(b *testing.B) {
+	other := class("fpga")
+	other.Spec.ExtendedResourceName = ptr.To("example.com/fpga")
+	e := newEnv(b, []*v1.Node{node("node-1")}, other)
+	for name, pod := range map[string]*v1.Pod{
+		"cpu and memory":         st.MakePod().Namespace(namespace).Name("p").Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Obj(),
+		"device plugin resource": st.MakePod().Namespace(namespace).Name("p").Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi", gpuResource: "1"}).Obj(),
+	} {
+		b.Run(name, func(b *testing.B) {
+			ctx := b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, s, _ := e.fwk.RunPreFilterPlugins(ctx, framework.NewCycleState(), pod); !s.IsSkip() && !s.IsSuccess() {
+					b.Fatal(s)
+				}
+			}
+		})
+	}
+}
