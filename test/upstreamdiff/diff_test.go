@@ -83,6 +83,8 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 	bound := slices.Clone(c.bound)
 	nominated := nominations{}
 	shown := 0
+	// Writes to claims awaitClaims saw, on both sides.
+	claimWritesSeen := 0
 	// Pods a preemption nominated get a second cycle after the others, as
 	// the queue retries them once their victims are gone.
 	queue := slices.Clone(c.pending)
@@ -102,7 +104,7 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
 		}
 		if len(pod.Spec.ResourceClaims) > 0 || requestsExtendedResource(pod) {
-			if err := awaitClaims(ctx, up, ours); err != nil {
+			if err := awaitClaims(ctx, &claimWritesSeen, up, ours); err != nil {
 				t.Fatal(err)
 			}
 			if node := pick(want.Totals); node != "" {
