@@ -232,7 +232,7 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 		f.Start(ctx.Done())
 		defer func() { cancel(); f.Shutdown() }()
 		f.WaitForCacheSync(ctx.Done())
-		cache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced)
+		cache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced, dra.DeviceClassEvents().HasSynced)
 		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot,
 			runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(dra))
 

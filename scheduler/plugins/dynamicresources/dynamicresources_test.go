@@ -63,7 +63,7 @@ func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	f.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); f.Shutdown() })
 	f.WaitForCacheSync(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), m.ClaimEvents().HasSynced, m.SliceEvents().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), m.ClaimEvents().HasSynced, m.SliceEvents().HasSynced, m.DeviceClassEvents().HasSynced) {
 		t.Fatal("DRA manager did not sync")
 	}
 	snapshot := st.NewSnapshot(nil, nodes)
