@@ -799,11 +799,9 @@ func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleStat
 		allocation := &allocations.allocationResults[allocIndex]
 		allocIndex++
 		state.informationsForClaim[index].allocation = allocation
-		if claim == extendedResourceClaim && allocations.extendedResourceClaim != nil {
-			// The node's variant, with its device requests. (Upstream
-			// dereferences it unchecked; it is nil only where the node's
-			// device plugins serve a pod that also has claims of its own,
-			// and PreBind then fails instead of the scheduler crashing.)
+		if claim == extendedResourceClaim {
+			// The node's variant, with its device requests: Filter made
+			// one for every node it let through with an allocation.
 			claim = allocations.extendedResourceClaim
 		}
 
