@@ -3,6 +3,7 @@ package dynamicresources
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -388,5 +390,29 @@ func BenchmarkPreFilterWithoutClaims(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeviceClassEventsAfterCache: the queue hears of a DeviceClass once
+// the extended resource cache has it, so a pod the event requeues finds
+// the class behind its extended resource.
+func TestDeviceClassEventsAfterCache(t *testing.T) {
+	e := newEnv(t, nil)
+	seen := make(chan bool, 1)
+	if _, err := e.manager.DeviceClassEvents().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { seen <- e.manager.DeviceClassResolver().GetDeviceClass(gpuResource) != nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.ResourceV1().DeviceClasses().Create(t.Context(), extendedClass(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case resolved := <-seen:
+		if !resolved {
+			t.Error("the class was not resolvable when the event was relayed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no DeviceClass event relayed")
 	}
 }
