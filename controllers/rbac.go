@@ -45,12 +45,14 @@ package controllers
 // finalizer) and their status (allocation, reservedFor, deallocation in
 // PostFilter); resourceclaims/binding is what the API server asks of a
 // writer of allocation and reservedFor
-// (DRAResourceClaimGranularStatusAuthorization, on by default). Upstream
-// also lets kube-scheduler create, patch and delete claims, for the special
-// claims of DRAExtendedResource, which is not built.
+// (DRAResourceClaimGranularStatusAuthorization, on by default). Extended
+// resources backed by DRA (DRAExtendedResource, on by default) add create
+// and delete: PreBind creates the pod's special claim, Unreserve and
+// PostFilter delete it; the pod's status.extendedResourceClaimStatus is
+// written through pods/status, above.
 //
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=deviceclasses;resourceslices;devicetaintrules,verbs=get;list;watch
-// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;update;create;delete
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=update;patch
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/binding,verbs=update;patch
 //

@@ -91,7 +91,7 @@ func newStorageInformers(f informers.SharedInformerFactory) []resourceInformer {
 // queue's DRA events, as upstream's scheduler does: ResourceClaim events
 // come from the claim assume cache, ResourceSlice events from the
 // ResourceSlice tracker (DeviceTaintRules applied), DeviceClass events
-// from their informer.
+// from the extended resource cache, once it has applied them.
 func newDRASources(ctx context.Context, client clientset.Interface, f informers.SharedInformerFactory) ([]resourceInformer, *dynamicresources.Manager, error) {
 	manager, err := dynamicresources.NewManager(klog.NewContext(ctx, klog.FromContext(ctx).WithName("dra")), client, f)
 	if err != nil {
@@ -100,7 +100,7 @@ func newDRASources(ctx context.Context, client clientset.Interface, f informers.
 	return []resourceInformer{
 		{framework.ResourceClaim, manager.ClaimEvents()},
 		{framework.ResourceSlice, manager.SliceEvents()},
-		{framework.DeviceClass, f.Resource().V1().DeviceClasses().Informer()},
+		{framework.DeviceClass, manager.DeviceClassEvents()},
 	}, manager, nil
 }
 

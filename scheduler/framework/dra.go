@@ -1,6 +1,7 @@
 package framework
 
 import (
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -16,6 +17,18 @@ type SharedDRAManager interface {
 	ResourceClaims() ResourceClaimTracker
 	ResourceSlices() ResourceSliceLister
 	DeviceClasses() DeviceClassLister
+	// DeviceClassResolver maps extended resource names to the
+	// DeviceClasses that provide them (DRAExtendedResource).
+	DeviceClassResolver() DeviceClassResolver
+}
+
+// DeviceClassResolver finds the DeviceClass behind an extended resource
+// backed by DRA: the class whose spec.extendedResourceName is the name, or
+// the class <name> of an implicit deviceclass.resource.kubernetes.io/<name>.
+type DeviceClassResolver interface {
+	// GetDeviceClass returns the class providing resourceName, or nil.
+	// Callers must not modify it.
+	GetDeviceClass(resourceName v1.ResourceName) *resourceapi.DeviceClass
 }
 
 // ResourceSliceLister lists ResourceSlices.
@@ -59,4 +72,31 @@ type ResourceClaimTracker interface {
 	AssumeClaimAfterAPICall(claim *resourceapi.ResourceClaim) error
 	// AssumedClaimRestore forgets what AssumeClaimAfterAPICall recorded.
 	AssumedClaimRestore(namespace, claimName string)
+}
+
+// RequestsDRAExtendedResource reports whether pod requests some extended
+// resource a DeviceClass provides, as upstream tells from the pod's
+// requests. It looks at the containers' requests and the overhead, where
+// those requests add up from (pod-level resources only cover cpu, memory
+// and hugepages), so that a pod without such requests costs no
+// aggregation.
+func RequestsDRAExtendedResource(pod *v1.Pod, resolver DeviceClassResolver) bool {
+	mapped := func(list v1.ResourceList) bool {
+		for name, q := range list {
+			// The resolver first: a map lookup, where the name check
+			// formats and validates the name.
+			if !q.IsZero() && resolver.GetDeviceClass(name) != nil && IsDRAExtendedResourceName(name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, containers := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range containers {
+			if mapped(containers[i].Resources.Requests) {
+				return true
+			}
+		}
+	}
+	return mapped(pod.Spec.Overhead)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -130,4 +131,12 @@ func IsExtendedResourceName(name v1.ResourceName) bool {
 		return false
 	}
 	return len(validation.IsQualifiedName(fmt.Sprintf("%s%s", v1.DefaultResourceRequestsPrefix, s))) == 0
+}
+
+// IsDRAExtendedResourceName reports whether name may be an extended
+// resource backed by DRA: an extended resource name, or the implicit
+// deviceclass.resource.kubernetes.io/<class> name of a DeviceClass, which
+// IsExtendedResourceName leaves out (same rule as upstream).
+func IsDRAExtendedResourceName(name v1.ResourceName) bool {
+	return IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)
 }

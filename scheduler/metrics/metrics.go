@@ -125,6 +125,13 @@ type Metrics struct {
 	// PreemptionPDBViolations is scheduler_preemption_pdb_violations_total{preemptor}.
 	PreemptionPDBViolations *prometheus.CounterVec
 
+	// ResourceClaimCreates is
+	// dynamic_resource_allocation_resourceclaim_creates_total{status,
+	// admin_access, owner_api_group, owner_api_kind}, shared upstream with
+	// kube-controller-manager: here, the special claims DynamicResources
+	// creates for extended resources backed by DRA.
+	ResourceClaimCreates *prometheus.CounterVec
+
 	// ShadowEvaluations counts the placements shadow profiles evaluated,
 	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
 	// ShadowOtherNode, ShadowNoNode, ShadowError); ours, upstream has no
@@ -304,6 +311,11 @@ func NewUnregistered() *Metrics {
 			Name:      "preemption_pdb_violations_total",
 			Help:      "Total number of pod disruption budget violations caused by preemption.",
 		}, []string{"preemptor"}),
+		ResourceClaimCreates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "dynamic_resource_allocation",
+			Name:      "resourceclaim_creates_total",
+			Help:      "Number of ResourceClaims creation requests, categorized by creation status, admin access, and owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+		}, []string{"status", "admin_access", "owner_api_group", "owner_api_kind"}),
 		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "shadow_evaluations_total",
@@ -329,6 +341,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.GetNodeHintDuration, m.StoreScheduleResultsDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
 		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
+		m.ResourceClaimCreates,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }

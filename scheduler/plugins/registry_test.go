@@ -232,7 +232,7 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 		f.Start(ctx.Done())
 		defer func() { cancel(); f.Shutdown() }()
 		f.WaitForCacheSync(ctx.Done())
-		cache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced)
+		cache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced, dra.DeviceClassEvents().HasSynced)
 		fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, snapshot,
 			runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(dra))
 
@@ -247,12 +247,15 @@ func TestDefaultProfileBehaviour(t *testing.T) {
 			t.Errorf("filter (-want +got):\n%s", diff)
 		}
 
-		// What is not built is refused, naming the gate.
-		got = st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Name("q").Req(map[v1.ResourceName]string{"example.com/gpu": "1"}).Obj())
-		wantMessage := "0/2 nodes are available: pod requests the extended resource example.com/gpu, which DeviceClass gpu.example.com provides through DRA: " +
-			"extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet."
-		if diff := cmp.Diff(wantMessage, got.Message); diff != "" {
-			t.Errorf("message (-want +got):\n%s", diff)
+		// An extended resource backed by DRA: devices of the class on the
+		// node that has some; NodeResourcesFit leaves it to DynamicResources.
+		got = st.RunCycle(t.Context(), fwk, snapshot, st.MakePod().Namespace("default").Name("q").Req(map[v1.ResourceName]string{"example.com/gpu": "1"}).Obj())
+		want = map[string]*framework.Status{
+			"gpu": nil,
+			"cpu": framework.NewStatus(framework.UnschedulableAndUnresolvable, "cannot allocate all claims").WithPlugin("DynamicResources"),
+		}
+		if diff := cmp.Diff(want, got.Filter); diff != "" {
+			t.Errorf("extended resource filter (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -264,27 +263,48 @@ var _ = Describe("Dynamic Resource Allocation", func() {
 	})
 
 	// Extended resources backed by DRA (upstream's DRAExtendedResource, on
-	// by default in 1.37) are not built yet: such a pod must be refused with
-	// a message naming the gate, never placed as if the node's allocatable
-	// held the resource. When they are built, this spec becomes the
-	// placement upstream gives: two devices of the class on the GPU node,
-	// in the claim pod.status.extendedResourceClaimStatus names.
-	It("refuses an extended resource request served by DRA, naming the gate, until that is built", func(ctx SpecContext) {
+	// by default in 1.37): a pod asking for the class's extended resource
+	// gets devices of the class on a node without it as allocatable,
+	// through a claim the scheduler creates for the pod in PreBind and
+	// names in pod.status.extendedResourceClaimStatus.
+	It("serves an extended resource backed by DRA with a claim it creates for the pod", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		gpuNode := createNodes(ctx, "gpu", 1, &gpus80)[0]
+		createNodes(ctx, "cpu", 1, nil)
+		pod := running(ctx, createPod(ctx, extendedResourcePod(ns, "legacy", 2)))
+		Expect(pod.Spec.NodeName).To(Equal(gpuNode))
+
+		status := pod.Status.ExtendedResourceClaimStatus
+		Expect(status).NotTo(BeNil(), "pod.status.extendedResourceClaimStatus")
+		Expect(status.ResourceClaimName).To(HavePrefix("legacy-extended-resources-"))
+		Expect(status.RequestMappings).To(ConsistOf(corev1.ContainerExtendedResourceRequest{
+			ContainerName: "app", ResourceName: string(localcluster.SimulatedGPUExtendedResource), RequestName: "container-0-request-0",
+		}))
+		claim := &resourcev1.ResourceClaim{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: status.ResourceClaimName}, claim)).To(Succeed())
+		Expect(claim.Annotations).To(HaveKeyWithValue(resourcev1.ExtendedResourceClaimAnnotation, "true"))
+		Expect(claim.OwnerReferences).To(ConsistOf(And(
+			HaveField("Kind", "Pod"), HaveField("Name", pod.Name), HaveField("UID", pod.UID), HaveField("Controller", Equal(ptr.To(true))),
+		)))
+		Expect(claim.Spec.Devices.Requests).To(ConsistOf(And(
+			HaveField("Name", "container-0-request-0"),
+			HaveField("Exactly.DeviceClassName", localcluster.SimulatedGPUClassName),
+			HaveField("Exactly.Count", int64(2)),
+		)))
+		expectAllocatedOn(claim, gpuNode, "container-0-request-0", 2, pod)
+
+		Expect(c.Delete(ctx, pod)).To(Succeed())
+		Eventually(gone(ctx, claim)).Should(BeTrue(), "the garbage collector deletes the claim made for a deleted pod")
+	})
+
+	It("refuses an extended resource backed by DRA beyond what any node has, as upstream", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		createNodes(ctx, "gpu", 1, &gpus80)
 		createNodes(ctx, "cpu", 1, nil)
-		pod := createPod(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy"},
-			Spec: corev1.PodSpec{SchedulerName: defaultProfile, Containers: []corev1.Container{{
-				Name: "app", Image: "registry.example/app:1",
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{localcluster.SimulatedGPUExtendedResource: resource.MustParse("2")},
-					Limits:   corev1.ResourceList{localcluster.SimulatedGPUExtendedResource: resource.MustParse("2")},
-				},
-			}}},
-		})
-		Eventually(pendingMessage(ctx, pod)).Should(ContainSubstring(fmt.Sprintf(
-			"pod requests the extended resource %s, which DeviceClass %s provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet",
-			localcluster.SimulatedGPUExtendedResource, localcluster.SimulatedGPUClassName)))
+		pod := createPod(ctx, extendedResourcePod(ns, "greedy", int64(gpus80.Count)+1))
+		Eventually(pendingMessage(ctx, pod)).Should(Equal(unschedulableMessage(2, reasonCannotAllocate)))
+		claims := &resourcev1.ResourceClaimList{}
+		Expect(c.List(ctx, claims, client.InNamespace(ns))).To(Succeed())
+		Expect(claims.Items).To(BeEmpty(), "no claim is created for a pod that was not placed")
 	})
 })

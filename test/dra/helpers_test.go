@@ -10,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/utils/ptr"
@@ -150,6 +151,23 @@ func gpuPod(ns, name, profile string, source claimSource) *corev1.Pod {
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{podClaim}
 	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
 	return pod
+}
+
+// extendedResourcePod is a pod of the default profile whose container asks
+// for count of the simulated GPUs' extended resource, as a pod written for
+// a device plugin does.
+func extendedResourcePod(ns, name string, count int64) *corev1.Pod {
+	quantity := *resource.NewQuantity(count, resource.DecimalSI)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{SchedulerName: defaultProfile, Containers: []corev1.Container{{
+			Name: "app", Image: "registry.example/app:1",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{localcluster.SimulatedGPUExtendedResource: quantity},
+				Limits:   corev1.ResourceList{localcluster.SimulatedGPUExtendedResource: quantity},
+			},
+		}}},
+	}
 }
 
 func createPod(ctx context.Context, pod *corev1.Pod) *corev1.Pod {

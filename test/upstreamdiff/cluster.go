@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -384,9 +385,21 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 			c.Resources.Limits = v1.ResourceList{"hugepages-2Mi": resource.MustParse("128Mi")}
 		}
 		if g.chance(0.15) {
-			// Zero requests of an extended resource must not need the resource.
-			c.Resources.Requests[gpuResource] = resource.MustParse(g.one([]string{"0", "1", "2"}))
+			// Zero requests of an extended resource must not need the
+			// resource. A device plugin's on nodes that have it as
+			// allocatable, backed by DRA elsewhere where gpu-extended
+			// exists.
+			c.Resources.Requests[gpuResource] = resource.MustParse(g.one([]string{"0", "1", "2", "3"}))
 			c.Resources.Limits = v1.ResourceList{gpuResource: c.Resources.Requests[gpuResource]}
+		}
+		if g.chance(0.05) {
+			// The implicit extended resource name of a DeviceClass.
+			implicit := v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + g.one([]string{classH100, "no-such-class"}))
+			c.Resources.Requests[implicit] = resource.MustParse("1")
+			if c.Resources.Limits == nil {
+				c.Resources.Limits = v1.ResourceList{}
+			}
+			c.Resources.Limits[implicit] = resource.MustParse("1")
 		}
 	}
 	if g.chance(0.1) {
@@ -412,6 +425,12 @@ func (g *generator) pod(name string, bound bool) *v1.Pod {
 			// A sidecar: its requests add to the containers'.
 			p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 			p.Spec.InitContainers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1Gi")
+		}
+		if g.chance(0.3) {
+			// Devices an init container uses before (or, as a sidecar,
+			// beside) the containers.
+			p.Spec.InitContainers[0].Resources.Requests[gpuResource] = resource.MustParse(g.one([]string{"1", "2"}))
+			p.Spec.InitContainers[0].Resources.Limits = v1.ResourceList{gpuResource: p.Spec.InitContainers[0].Resources.Requests[gpuResource]}
 		}
 	}
 	if g.chance(0.05) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -82,6 +83,8 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 	bound := slices.Clone(c.bound)
 	nominated := nominations{}
 	shown := 0
+	// Writes to claims awaitClaims saw, on both sides.
+	claimWritesSeen := 0
 	// Pods a preemption nominated get a second cycle after the others, as
 	// the queue retries them once their victims are gone.
 	queue := slices.Clone(c.pending)
@@ -100,8 +103,8 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 		if want.Nominated != "" || got.Nominated != "" {
 			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
 		}
-		if len(pod.Spec.ResourceClaims) > 0 {
-			if err := awaitClaims(ctx, up, ours); err != nil {
+		if len(pod.Spec.ResourceClaims) > 0 || requestsExtendedResource(pod) {
+			if err := awaitClaims(ctx, &claimWritesSeen, up, ours); err != nil {
 				t.Fatal(err)
 			}
 			if node := pick(want.Totals); node != "" {
@@ -166,6 +169,20 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			bound = slices.DeleteFunc(bound, func(p *v1.Pod) bool { return slices.Contains(want.Victims, podKey(p)) })
 		}
 	}
+}
+
+// requestsExtendedResource reports whether some container of pod asks for
+// an extended resource, which DynamicResources may serve with devices
+// (DRAExtendedResource): Reserve then counts them as in flight.
+func requestsExtendedResource(pod *v1.Pod) bool {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for name, q := range c.Resources.Requests {
+			if !q.IsZero() && (name == gpuResource || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // awaitVictims waits for the background evictions of a preemption on

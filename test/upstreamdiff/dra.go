@@ -17,10 +17,14 @@ const (
 	gpuDriver = "gpu.example.com"
 	nicDriver = "nic.example.com"
 
-	classGPU     = "gpu"
-	classH100    = "gpu-h100"
-	classNIC     = "nic"
-	classMissing = "no-such-class"
+	classGPU  = "gpu"
+	classH100 = "gpu-h100"
+	// classExtended provides gpuResource through DRA
+	// (DRAExtendedResource), in some clusters only: nodes without the
+	// resource as allocatable then serve it with their GPUs.
+	classExtended = "gpu-extended"
+	classNIC      = "nic"
+	classMissing  = "no-such-class"
 
 	unhealthyTaint   = gpuDriver + "/unhealthy"
 	maintenanceTaint = "maintenance"
@@ -52,6 +56,11 @@ func (g *generator) dra() []k8sruntime.Object {
 		class(classGPU, fmt.Sprintf("device.driver == %q", gpuDriver)),
 		class(classH100, fmt.Sprintf("device.driver == %q && device.attributes[%q].model == \"h100\"", gpuDriver, gpuDriver)),
 		class(classNIC, fmt.Sprintf("device.driver == %q", nicDriver)),
+	}
+	if g.chance(0.6) {
+		extended := class(classExtended, fmt.Sprintf("device.driver == %q", gpuDriver))
+		extended.Spec.ExtendedResourceName = ptr.To(gpuResource)
+		objs = append(objs, extended)
 	}
 	for _, n := range g.nodes {
 		if !g.chance(0.4) {

@@ -92,7 +92,7 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	// As the scheduler waits for its event sources before it schedules.
-	if !toolscache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), dra.ClaimEvents().HasSynced, dra.SliceEvents().HasSynced, dra.DeviceClassEvents().HasSynced) {
 		cancel()
 		return nil, errors.New("profile-scheduler's DRA caches did not sync")
 	}

@@ -144,11 +144,15 @@ func (d *deletions) list() []string {
 // informer holds the claims' status its clientset does: PostFilter's
 // deallocation writes through the API, and the next cycle must read it on
 // both sides alike. The handlers that count the devices in use run after
-// the informer's store changed, so after a wait it gives them a moment.
-func awaitClaims(ctx context.Context, sides ...side) error {
+// the informer's store changed, so after a wait, or after any write to a
+// claim since the last call (writes counts them), it gives them a moment:
+// the store may have caught up at once while a handler has not.
+func awaitClaims(ctx context.Context, writes *int, sides ...side) error {
 	deadline := time.Now().Add(2 * time.Second)
 	waited := false
+	total := 0
 	for _, s := range sides {
+		total += claimWrites(s)
 		for {
 			synced, err := claimsSynced(ctx, s)
 			if err != nil {
@@ -164,10 +168,22 @@ func awaitClaims(ctx context.Context, sides ...side) error {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if waited {
+	if waited || total != *writes {
 		time.Sleep(20 * time.Millisecond)
 	}
+	*writes = total
 	return nil
+}
+
+// claimWrites counts the writes to ResourceClaims through s's clientset.
+func claimWrites(s side) int {
+	n := 0
+	for _, a := range s.clientset().Actions() {
+		if a.GetResource().Resource == "resourceclaims" && !slices.Contains([]string{"get", "list", "watch"}, a.GetVerb()) {
+			n++
+		}
+	}
+	return n
 }
 
 func claimsSynced(ctx context.Context, s side) (bool, error) {

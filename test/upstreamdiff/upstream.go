@@ -16,6 +16,7 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -116,6 +117,13 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 		return nil, fmt.Errorf("starting kube-scheduler's ResourceSlice tracker: %w", err)
 	}
 	dra := dynamicresources.NewDRAManager(ctx, claims, tracker, factory)
+	// As kube-scheduler's event handlers: the extended resource cache
+	// hears of DeviceClasses (DRAExtendedResource, on by default).
+	classes, err := resource.DeviceClasses().Informer().AddEventHandler(dra.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("feeding kube-scheduler's extended resource cache: %w", err)
+	}
 	f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), prof,
 		frameworkruntime.WithClientSet(s.client),
 		frameworkruntime.WithInformerFactory(factory),
@@ -138,8 +146,9 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	// As kube-scheduler's WaitForHandlersSync: the claims' handlers, which
-	// count the devices in use, and the tracker have seen every object.
-	if !toolscache.WaitForCacheSync(ctx.Done(), claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}).HasSynced, tracker.HasSynced) {
+	// count the devices in use, the tracker and the extended resource
+	// cache have seen every object.
+	if !toolscache.WaitForCacheSync(ctx.Done(), claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}).HasSynced, tracker.HasSynced, classes.HasSynced) {
 		cancel()
 		return nil, errors.New("kube-scheduler's DRA caches did not sync")
 	}

@@ -31,6 +31,10 @@ const (
 
 type balancedAllocation struct {
 	resources []resourcescore.Resource
+	// dra and matches count the devices behind extended resources
+	// backed by DRA; dra is nil in an instance built to validate a profile.
+	dra     framework.SharedDRAManager
+	matches *resourcescore.MatchCache
 }
 
 var (
@@ -40,7 +44,7 @@ var (
 
 // New returns the plugin for *configv1.NodeResourcesBalancedAllocationArgs;
 // nil args get upstream's defaults (cpu and memory).
-func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	args := &configv1.NodeResourcesBalancedAllocationArgs{}
 	if obj != nil {
 		var ok bool
@@ -53,7 +57,9 @@ func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.P
 	if err := ValidateArgs(args); err != nil {
 		return nil, err
 	}
-	return &balancedAllocation{resources: resourcescore.NewResources(args.Resources)}, nil
+	// Upstream's BalancedAllocation has no CEL cache of its own and would
+	// crash on a class selector; it gets one as NodeResourcesFit has.
+	return &balancedAllocation{resources: resourcescore.NewResources(args.Resources), dra: h.SharedDRAManager(), matches: resourcescore.NewMatchCache()}, nil
 }
 
 func (*balancedAllocation) Name() string { return Name }
@@ -69,6 +75,9 @@ var requestOptions = resourcehelper.PodResourcesOptions{
 
 type preScoreState struct {
 	podRequests []int64
+	// dra counts the devices behind scored extended resources backed by
+	// DRA; nil if none is.
+	dra *resourcescore.DRA
 }
 
 // Clone shares the state: it does not depend on other pods.
@@ -81,34 +90,41 @@ func (pl *balancedAllocation) PreScore(_ context.Context, state *framework.Cycle
 	if resourcescore.IsBestEffort(reqs) {
 		return framework.NewStatus(framework.Skip)
 	}
-	state.Write(preScoreStateKey, &preScoreState{podRequests: reqs})
+	dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.matches)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	state.Write(preScoreStateKey, &preScoreState{podRequests: reqs, dra: dra})
 	return nil
 }
 
 // Score rates how placing the pod changes the node's balance.
-func (pl *balancedAllocation) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
-	var podRequests []int64
-	if s, err := framework.ReadAs[*preScoreState](state, preScoreStateKey); err == nil {
-		podRequests = s.podRequests
-	} else {
+func (pl *balancedAllocation) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
+	s, err := framework.ReadAs[*preScoreState](state, preScoreStateKey)
+	if err != nil {
 		// PreScore was disabled in the profile: compute here, as upstream does.
-		podRequests = resourcescore.PodRequests(pod, pl.resources, requestOptions)
+		podRequests := resourcescore.PodRequests(pod, pl.resources, requestOptions)
 		if resourcescore.IsBestEffort(podRequests) {
 			return 0, nil
 		}
+		dra, err := resourcescore.NewDRA(pl.dra, pl.resources, pl.matches)
+		if err != nil {
+			return 0, framework.AsStatus(err)
+		}
+		s = &preScoreState{podRequests: podRequests, dra: dra}
 	}
-	return pl.score(nodeInfo, podRequests), nil
+	return pl.score(ctx, nodeInfo, s.podRequests, s.dra), nil
 }
 
 // maxInlineResources bounds the resources whose fractions live on the
 // stack; more (an unusual profile) costs one allocation per node.
 const maxInlineResources = 8
 
-func (pl *balancedAllocation) score(ni *framework.NodeInfo, podRequests []int64) int64 {
+func (pl *balancedAllocation) score(ctx context.Context, ni *framework.NodeInfo, podRequests []int64, dra *resourcescore.DRA) int64 {
 	var withBuf, withoutBuf [maxInlineResources]float64
 	with, without := withBuf[:0], withoutBuf[:0]
 	for i := range pl.resources {
-		allocatable, allocated := pl.resources[i].NodeAmounts(ni, podRequests[i], true)
+		allocatable, allocated := pl.resources[i].NodeAmounts(ctx, ni, podRequests[i], true, dra)
 		if allocatable == 0 {
 			continue
 		}

@@ -2,7 +2,6 @@ package defaultpreemption
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,10 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -217,7 +213,7 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 		}
 		newStatus := victim.Status.DeepCopy()
 		if podutil.UpdatePodCondition(newStatus, &condition) {
-			if err := patchPodStatus(ctx, cs, victim, newStatus); err != nil {
+			if err := podutil.PatchPodStatus(ctx, cs, victim, newStatus); err != nil {
 				if apierrors.IsNotFound(err) {
 					logger.V(2).Info("Victim Pod is already deleted", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", nodeName)
 					return false, nil
@@ -242,36 +238,6 @@ func (pl *defaultPreemption) preemptPod(ctx context.Context, nodeName string, pr
 	return inMemory, nil
 }
 
-// patchPodStatus sends the difference between pod's status and newStatus
-// as a strategic merge patch of the status subresource, retrying errors
-// that are likely transient.
-func patchPodStatus(ctx context.Context, cs clientset.Interface, pod *v1.Pod, newStatus *v1.PodStatus) error {
-	oldData, err := json.Marshal(v1.Pod{Status: pod.Status})
-	if err != nil {
-		return err
-	}
-	newData, err := json.Marshal(v1.Pod{Status: *newStatus})
-	if err != nil {
-		return err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, &v1.Pod{})
-	if err != nil {
-		return fmt.Errorf("failed to create merge patch for pod %q/%q: %w", pod.Namespace, pod.Name, err)
-	}
-	if string(patch) == "{}" {
-		return nil
-	}
-	return retry.OnError(retry.DefaultBackoff, retriable, func() error {
-		_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-		return err
-	})
-}
-
-func retriable(err error) bool {
-	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
-		apierrors.IsConflict(err) || utilnet.IsConnectionRefused(err)
-}
-
 // clearNominatedNodeName removes the nomination of pods.
 func clearNominatedNodeName(ctx context.Context, cs clientset.Interface, pods ...*v1.Pod) error {
 	var errs []error
@@ -284,7 +250,7 @@ func clearNominatedNodeName(ctx context.Context, cs clientset.Interface, pods ..
 		}
 		st := p.Status.DeepCopy()
 		st.NominatedNodeName = ""
-		if err := patchPodStatus(ctx, cs, p, st); err != nil {
+		if err := podutil.PatchPodStatus(ctx, cs, p, st); err != nil {
 			errs = append(errs, err)
 		}
 	}

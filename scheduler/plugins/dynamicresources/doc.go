@@ -7,32 +7,38 @@
 // It is a port of upstream 1.37.2's plugin with its default feature gates
 // (admin access, prioritized lists, partitionable devices, device taints
 // and DeviceTaintRules, consumable capacity, binding conditions with
-// device status, the filter timeout):
+// device status, the filter timeout, extended resources backed by DRA):
 //
 //   - PreEnqueue keeps pods whose claims are missing, being deleted or not
 //     owned by the pod out of the active queue.
-//   - PreFilter skips pods without claims, refuses pods whose allocated
+//   - PreFilter skips pods without claims or extended resources backed
+//     by DRA, finds or makes in memory the special claim of the latter
+//     (extendedresources.go), refuses pods whose allocated
 //     claim is in use by others ("resourceclaim in use"), whose claim is
 //     being allocated for another pod, or whose request names a missing
 //     DeviceClass, and builds the allocator over the ResourceSlices (with
 //     DeviceTaintRules applied) and the devices in use.
 //   - Filter checks allocated claims' node selectors and binding
-//     conditions, and allocates the other claims on the node, within
-//     filterTimeout.
+//     conditions, gives the special claim the node's device requests for
+//     the extended resources not allocatable there, and allocates the
+//     other claims on the node, within filterTimeout.
 //   - PostFilter deallocates an allocated claim unavailable on the nodes
-//     that no other pod uses; it runs before DefaultPreemption.
+//     that no other pod uses, or deletes a special claim left from an
+//     earlier attempt; it runs before DefaultPreemption.
 //   - Score prefers nodes where prioritized lists (firstAvailable) got
 //     earlier alternatives.
 //   - Reserve records the node's allocations as in flight in the shared
 //     DRA manager, so the next cycles count their devices as taken;
-//     Unreserve releases them and removes the pod from reservedFor.
-//   - PreBind writes the allocation and the pod in reservedFor to the
-//     claims' status, assumes the written claims until the informer has
-//     them, and waits up to bindingTimeout for binding conditions.
+//     Unreserve releases them, removes the pod from reservedFor and
+//     deletes a special claim PreBind created.
+//   - PreBind creates the special claim, writes the allocation and the
+//     pod in reservedFor to the claims' status, records the special claim
+//     in pod.status.extendedResourceClaimStatus, assumes the written
+//     claims until the informer has them, and waits up to bindingTimeout
+//     for binding conditions.
 //
 // Nothing is written during the scheduling cycle except PostFilter's
-// deallocation, as upstream. Upstream's extended resources backed by DRA,
-// node-allocatable resources and PodGroup claims (DRAExtendedResource is
-// on by default but not built here; the others are behind gates off by
-// default) are not ported: UnsupportedFeatures refuses such pods.
+// deallocation or deletion, as upstream. Upstream's node-allocatable
+// resources and PodGroup claims, behind gates off by default, are not
+// ported.
 package dynamicresources

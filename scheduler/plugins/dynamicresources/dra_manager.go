@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
@@ -28,11 +30,15 @@ type ClaimCache = assumecache.Cache[*resourceapi.ResourceClaim]
 // Manager is the scheduler's SharedDRAManager (upstream's
 // DefaultDRAManager): claims through an assume cache and a map of
 // in-flight allocations, slices through the ResourceSlice tracker, which
-// applies DeviceTaintRules, and classes through their informer.
+// applies DeviceTaintRules, classes through their informer, and the
+// extended resources classes provide through upstream's extended resource
+// cache (DRAExtendedResource, on by default in 1.37).
 type Manager struct {
-	claims  *claimTracker
-	slices  *resourceSliceLister
-	classes *deviceClassLister
+	claims          *claimTracker
+	slices          *resourceSliceLister
+	classes         *deviceClassLister
+	extendedClasses *extendedresourcecache.ExtendedResourceCache
+	classEvents     *DeviceClassEvents
 }
 
 var _ framework.SharedDRAManager = (*Manager)(nil)
@@ -68,12 +74,20 @@ func NewManager(ctx context.Context, client kubernetes.Interface, f informers.Sh
 			allocatedDevices:    newAllocatedDevices(logger),
 			logger:              logger,
 		},
-		slices:  &resourceSliceLister{tracker: slices},
-		classes: &deviceClassLister{classLister: resource.DeviceClasses().Lister()},
+		slices:      &resourceSliceLister{tracker: slices},
+		classes:     &deviceClassLister{classLister: resource.DeviceClasses().Lister()},
+		classEvents: &DeviceClassEvents{},
 	}
 	// Reacting to events is more efficient than iterating over the list
 	// repeatedly in PreFilter.
 	if _, err := claims.AddEventHandler(m.claims.allocatedDevices.handlers()); err != nil {
+		slices.Stop()
+		return nil, err
+	}
+	// The cache hands each DeviceClass event on once it has applied it,
+	// so that a pod the event requeues finds the class it waited for.
+	m.extendedClasses = extendedresourcecache.NewExtendedResourceCache(logger, m.classEvents)
+	if m.classEvents.registration, err = resource.DeviceClasses().Informer().AddEventHandler(m.extendedClasses); err != nil {
 		slices.Stop()
 		return nil, err
 	}
@@ -89,6 +103,66 @@ func (m *Manager) ClaimEvents() *ClaimCache { return m.claims.cache }
 // tracker, which reports a DeviceTaintRule's change as updates of the
 // slices it taints.
 func (m *Manager) SliceEvents() *resourceslicetracker.Tracker { return m.slices.tracker }
+
+// DeviceClassEvents is where the queue hears of DeviceClass changes, as
+// in upstream: after the extended resource cache has applied them.
+func (m *Manager) DeviceClassEvents() *DeviceClassEvents { return m.classEvents }
+
+// DeviceClassEvents relays the DeviceClass events the extended resource
+// cache has applied to the handlers added since. Handlers added after the
+// informer started miss the objects already there, which the queue does
+// not need: no pod waits for a class before the scheduler starts.
+type DeviceClassEvents struct {
+	// registration is the cache's with the informer, set once in
+	// NewManager: it has synced once the cache saw the initial classes.
+	registration cache.ResourceEventHandlerRegistration
+
+	// mutex guards handlers, appended to while events may be relayed.
+	mutex    sync.RWMutex
+	handlers []cache.ResourceEventHandler
+}
+
+// AddEventHandler adds a handler of the events to come. The registration
+// returned is the cache's with the informer.
+func (e *DeviceClassEvents) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	e.mutex.Lock()
+	defer e.mutex.Unlock()
+	e.handlers = append(e.handlers, handler)
+	return e.registration, nil
+}
+
+// HasSynced reports whether the cache saw the initial classes.
+func (e *DeviceClassEvents) HasSynced() bool { return e.registration.HasSynced() }
+
+func (e *DeviceClassEvents) current() []cache.ResourceEventHandler {
+	e.mutex.RLock()
+	defer e.mutex.RUnlock()
+	return e.handlers
+}
+
+// OnAdd implements cache.ResourceEventHandler.
+func (e *DeviceClassEvents) OnAdd(obj any, isInInitialList bool) {
+	for _, h := range e.current() {
+		h.OnAdd(obj, isInInitialList)
+	}
+}
+
+// OnUpdate implements cache.ResourceEventHandler.
+func (e *DeviceClassEvents) OnUpdate(oldObj, newObj any) {
+	for _, h := range e.current() {
+		h.OnUpdate(oldObj, newObj)
+	}
+}
+
+// OnDelete implements cache.ResourceEventHandler.
+func (e *DeviceClassEvents) OnDelete(obj any) {
+	for _, h := range e.current() {
+		h.OnDelete(obj)
+	}
+}
+
+// DeviceClassResolver implements framework.SharedDRAManager.
+func (m *Manager) DeviceClassResolver() framework.DeviceClassResolver { return m.extendedClasses }
 
 // ResourceClaims implements framework.SharedDRAManager.
 func (m *Manager) ResourceClaims() framework.ResourceClaimTracker { return m.claims }
@@ -170,14 +244,17 @@ func (c *claimTracker) SignalClaimPendingAllocation(claimUID types.UID, allocate
 	}
 
 	// The pod's CycleState may be stale: the claim may have been
-	// allocated since PreFilter.
-	assumedClaim, err := c.Get(allocatedClaim.Namespace, allocatedClaim.Name)
-	if err != nil {
-		return fmt.Errorf("look up assumed claim %s/%s, UID=%s: %w", allocatedClaim.Namespace, allocatedClaim.Name, claimUID, err)
-	}
-	if assumedClaim.UID == claimUID && assumedClaim.Status.Allocation != nil {
-		c.logger.V(6).Info("Claim is already allocated, not creating in-flight", "claim", klog.KObj(assumedClaim), "uid", claimUID, "version", assumedClaim.ResourceVersion)
-		return nil
+	// allocated since PreFilter. The special claim of extended resources
+	// is not in the cache yet and cannot be shared: nothing to look up.
+	if !isSpecialClaimName(allocatedClaim.Name) {
+		assumedClaim, err := c.Get(allocatedClaim.Namespace, allocatedClaim.Name)
+		if err != nil {
+			return fmt.Errorf("look up assumed claim %s/%s, UID=%s: %w", allocatedClaim.Namespace, allocatedClaim.Name, claimUID, err)
+		}
+		if assumedClaim.UID == claimUID && assumedClaim.Status.Allocation != nil {
+			c.logger.V(6).Info("Claim is already allocated, not creating in-flight", "claim", klog.KObj(assumedClaim), "uid", claimUID, "version", assumedClaim.ResourceVersion)
+			return nil
+		}
 	}
 
 	c.inFlightAllocations[claimUID] = inFlightAllocation{claim: allocatedClaim, sharers: 1}

@@ -59,10 +59,15 @@ var (
 // extension points of the cycle and its binding cycle.
 type stateData struct {
 	// claims holds the pod's claims (1:1 with pod.spec.resourceClaims that
-	// have one), as of PreFilter. Each claim is read-only because it may
-	// come from the informer; PreBind replaces the ones it wrote. Empty
-	// if the pod has no claims, in which case the plugin has no work.
+	// have one), then the special claim of its extended resources backed
+	// by DRA, if any, as of PreFilter. Each claim is read-only because it
+	// may come from the informer; PreBind replaces the ones it wrote.
+	// Empty if the pod has neither, in which case the plugin has no work.
 	claims claimStore
+
+	// draExtendedResource is what PreFilter learnt of the pod's extended
+	// resources backed by DRA; empty without a special claim.
+	draExtendedResource draExtendedResource
 
 	// allocator handles the claims to allocate; nil when all are allocated.
 	allocator structured.Allocator
@@ -78,9 +83,21 @@ type stateData struct {
 	// informationsForClaim has one entry per claim.
 	informationsForClaim []informationForClaim
 
-	// nodeAllocations caches Filter's allocation results per node name,
-	// matching the order of the claims to allocate.
-	nodeAllocations map[string][]resourceapi.AllocationResult
+	// nodeAllocations caches Filter's results per node name.
+	nodeAllocations map[string]nodeAllocation
+}
+
+// nodeAllocation is what Filter found for one node.
+type nodeAllocation struct {
+	// allocationResults match the order of the claims to allocate.
+	allocationResults []resourceapi.AllocationResult
+	// extendedResourceClaim is the node's variant of the special claim,
+	// with the device requests the node serves through DRA.
+	extendedResourceClaim *resourceapi.ResourceClaim
+	// containerResourceRequestMappings say which of those requests
+	// serves which container's resource; PreBind writes them to the
+	// pod's status.
+	containerResourceRequestMappings []v1.ContainerExtendedResourceRequest
 }
 
 // Clone returns d itself: nothing is changed by preemption's clones.
@@ -335,7 +352,7 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 
 	// An empty state records that the pod has no claims for the later
 	// extension points; it is filled below if we get that far.
-	s := &stateData{nodeAllocations: make(map[string][]resourceapi.AllocationResult)}
+	s := &stateData{nodeAllocations: make(map[string]nodeAllocation)}
 	state.Write(stateKey, s)
 
 	userClaims, err := pl.podResourceClaims(pod)
@@ -343,7 +360,11 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 		return nil, statusUnschedulable(logger, err.Error())
 	}
 	logger.V(5).Info("pod resource claims", "pod", klog.KObj(pod), "resourceclaims", klog.KObjSlice(userClaims))
-	claims := newClaimStore(userClaims)
+	extendedResourceClaim, status := pl.preFilterExtendedResources(pod, logger, s)
+	if status != nil {
+		return nil, status
+	}
+	claims := newClaimStore(userClaims, extendedResourceClaim)
 	if claims.empty() {
 		return nil, framework.NewStatus(framework.Skip)
 	}
@@ -372,6 +393,12 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 		// claimTracker.
 		if pl.draManager.ResourceClaims().GetPendingAllocation(claim.UID) != nil {
 			return nil, statusUnschedulable(logger, fmt.Sprintf("resource claim %s is in the process of being allocated", klog.KObj(claim)))
+		}
+
+		// The special claim has no requests yet (Filter makes them per
+		// node), or is from a previous cycle, which Filter refuses.
+		if claim == extendedResourceClaim {
+			continue
 		}
 
 		// Check all requests and device classes. If a class does not
@@ -502,6 +529,15 @@ func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState
 
 	logger := klog.FromContext(ctx)
 	node := nodeInfo.Node()
+	nodeExtendedResourceClaim, containerResourceRequestMappings, status := pl.filterExtendedResources(state, pod, nodeInfo, logger)
+	if status != nil {
+		return status
+	}
+	// Only extended resources, all from the node's device plugins: the
+	// node's allocatable is NodeResourcesFit's to check.
+	if nodeExtendedResourceClaim == nil && state.claims.noUserClaim() {
+		return nil
+	}
 
 	var unavailableClaims []int
 	for index, claim := range state.claims.all() {
@@ -544,8 +580,13 @@ func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState
 			allocCtx = c
 		}
 
+		// The special claim is replaced with the node's variant.
 		claimsToAllocate := make([]*resourceapi.ResourceClaim, 0, state.claims.len())
+		extendedResourceClaim := state.claims.extendedResourceClaim()
 		for _, claim := range state.claims.toAllocate() {
+			if claim == extendedResourceClaim && nodeExtendedResourceClaim != nil {
+				claim = nodeExtendedResourceClaim
+			}
 			claimsToAllocate = append(claimsToAllocate, claim)
 		}
 		allocationResult, err := state.allocator.Allocate(allocCtx, node, claimsToAllocate)
@@ -585,7 +626,11 @@ func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState
 		state.unavailableClaims.Insert(unavailableClaims...)
 		return statusUnschedulable(logger, "resourceclaim not available on the node", "pod", klog.KObj(pod))
 	}
-	state.nodeAllocations[node.Name] = allocations
+	state.nodeAllocations[node.Name] = nodeAllocation{
+		allocationResults:                allocations,
+		extendedResourceClaim:            nodeExtendedResourceClaim,
+		containerResourceRequestMappings: containerResourceRequestMappings,
+	}
 	return nil
 }
 
@@ -606,8 +651,15 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 
 	// Iterating over a map is random. This is intentional here, we want to
 	// pick one claim randomly because there is no better heuristic.
+	extendedResourceClaim := state.claims.extendedResourceClaim()
 	for index := range state.unavailableClaims {
 		claim := state.claims.get(index)
+		if claim == extendedResourceClaim {
+			if !isSpecialClaimName(extendedResourceClaim.Name) {
+				break
+			}
+			continue
+		}
 		if len(claim.Status.ReservedFor) == 0 ||
 			(len(claim.Status.ReservedFor) == 1 && claim.Status.ReservedFor[0].UID == pod.UID) {
 			claim := claim.DeepCopy()
@@ -620,6 +672,14 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 			}
 			return nil, framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
 		}
+	}
+	// A special claim from a previous cycle, which Filter refused: delete
+	// it so that the next attempt starts anew.
+	if extendedResourceClaim != nil && !isSpecialClaimName(extendedResourceClaim.Name) {
+		if err := pl.deleteClaim(ctx, extendedResourceClaim.DeepCopy()); err != nil {
+			return nil, statusError(logger, err)
+		}
+		return nil, framework.NewStatus(framework.Unschedulable, "deletion of ResourceClaim completed")
 	}
 	return nil, framework.NewStatus(framework.Unschedulable)
 }
@@ -638,7 +698,7 @@ func (pl *dynamicResources) Score(ctx context.Context, cs *framework.CycleState,
 	if !found {
 		return 0, nil
 	}
-	score, err := computeScore(state.claims.all(), allocations)
+	score, err := computeScore(state.claims.all(), allocations.allocationResults)
 	if err != nil {
 		return 0, statusError(klog.FromContext(ctx), err)
 	}
@@ -710,25 +770,40 @@ func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleStat
 		return nil
 	}
 
+	extendedResourceClaim := state.claims.extendedResourceClaim()
 	numClaimsToAllocate := 0
-	for range state.claims.toAllocate() {
+	needToAllocateUserClaims := false
+	for _, claim := range state.claims.toAllocate() {
 		numClaimsToAllocate++
+		if claim != extendedResourceClaim {
+			needToAllocateUserClaims = true
+		}
 	}
 	allocations, ok := state.nodeAllocations[nodeName]
-	if !ok || len(allocations) == 0 {
+	if !ok || len(allocations.allocationResults) == 0 {
+		// Only the special claim, and the node's device plugins provide
+		// its resources: nothing to allocate.
+		if !needToAllocateUserClaims {
+			return nil
+		}
 		// Filter found the node suitable: this should not happen.
 		return statusError(logger, errors.New("claim allocation not found for node"))
 	}
 	// Sanity check: do we have results for all pending claims?
-	if len(allocations) != numClaimsToAllocate {
-		return statusError(logger, fmt.Errorf("internal error, have %d allocations, %d claims to allocate, want %d claims", len(allocations), numClaimsToAllocate, numClaimsToAllocate))
+	if len(allocations.allocationResults) != numClaimsToAllocate {
+		return statusError(logger, fmt.Errorf("internal error, have %d allocations, %d claims to allocate, want %d claims", len(allocations.allocationResults), numClaimsToAllocate, numClaimsToAllocate))
 	}
 
 	allocIndex := 0
 	for index, claim := range state.claims.toAllocate() {
-		allocation := &allocations[allocIndex]
+		allocation := &allocations.allocationResults[allocIndex]
 		allocIndex++
 		state.informationsForClaim[index].allocation = allocation
+		if claim == extendedResourceClaim {
+			// The node's variant, with its device requests: Filter made
+			// one for every node it let through with an allocation.
+			claim = allocations.extendedResourceClaim
+		}
 
 		// The full object, not just the allocation, is what the allocator
 		// of the next cycles and the logs see.
@@ -755,7 +830,7 @@ func (pl *dynamicResources) Unreserve(ctx context.Context, cs *framework.CycleSt
 	}
 	logger := klog.FromContext(ctx)
 
-	for _, claim := range state.claims.all() {
+	for _, claim := range state.claims.allUserClaims() {
 		// If the allocation was in flight, forget it and what the claim
 		// cache shows for the claim: the written status, if any, comes
 		// back through the informer.
@@ -778,6 +853,7 @@ func (pl *dynamicResources) Unreserve(ctx context.Context, cs *framework.CycleSt
 			}
 		}
 	}
+	pl.unreserveExtendedResourceClaim(ctx, pod, state)
 }
 
 // PreBindPreFlight says PreBind has work for pods with claims.
@@ -853,17 +929,33 @@ func (pl *dynamicResources) bindClaim(ctx context.Context, state *stateData, ind
 	logger := klog.FromContext(ctx)
 	claim := state.claims.get(index)
 	allocation := state.informationsForClaim[index].allocation
+	isExtendedResourceClaim := false
+	if claim == state.claims.extendedResourceClaim() {
+		// The node's device plugins provide the extended resources.
+		if allocation == nil && claim.Spec.Devices.Requests == nil {
+			return claim, nil, nil
+		}
+		isExtendedResourceClaim = true
+	}
+	// The UID the allocation is in flight under: the special claim's
+	// in-memory one until it is created.
 	claimUID := claim.UID
 	resourceClaimModified := false
 	defer func() {
-		if resourceClaimModified {
-			// This can fail, but only for reasons that are okay
-			// (concurrent delete or update).
-			if err := pl.draManager.ResourceClaims().AssumeClaimAfterAPICall(claim); err != nil {
-				logger.V(5).Info("Claim not stored in assume cache", "err", err, "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion)
-			} else {
-				logger.V(5).Info("Claim stored in assume cache", "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion)
-			}
+		if !resourceClaimModified {
+			return
+		}
+		if isExtendedResourceClaim {
+			// Created just now: the informer may not have it yet.
+			pl.waitForExtendedClaimInAssumeCache(ctx, claim)
+			return
+		}
+		// This can fail, but only for reasons that are okay (concurrent
+		// delete or update).
+		if err := pl.draManager.ResourceClaims().AssumeClaimAfterAPICall(claim); err != nil {
+			logger.V(5).Info("Claim not stored in assume cache", "err", err, "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion)
+		} else {
+			logger.V(5).Info("Claim stored in assume cache", "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion)
 		}
 	}()
 
@@ -872,6 +964,19 @@ func (pl *dynamicResources) bindClaim(ctx context.Context, state *stateData, ind
 	successCleanup := func() {
 		if allocation != nil && pl.draManager.ResourceClaims().MaybeRemoveClaimPendingAllocation(claimUID, true) {
 			logger.V(5).Info("Removed claim from in-flight claims", "claim", klog.KObj(claim), "uid", claimUID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(allocation))
+		}
+	}
+
+	if isExtendedResourceClaim && isSpecialClaimName(claim.Name) {
+		created, err := pl.createExtendedResourceClaimInAPI(ctx, pod, nodeName, state)
+		if err != nil {
+			return nil, nil, err
+		}
+		claim = created
+		resourceClaimModified = true
+		// Unreserve deletes the claim from now on.
+		if err := state.claims.updateExtendedResourceClaim(claim); err != nil {
+			return nil, nil, fmt.Errorf("internal error: update extended ResourceClaim: %w", err)
 		}
 	}
 
@@ -944,6 +1049,12 @@ func (pl *dynamicResources) bindClaim(ctx context.Context, state *stateData, ind
 		return nil, nil, retryErr
 	}
 	logger.V(5).Info("reserved", "pod", klog.KObj(pod), "node", nodeName, "resourceclaim", klog.Format(claim))
+
+	if isExtendedResourceClaim {
+		if err := pl.patchPodExtendedResourceClaimStatus(ctx, pod, claim, nodeName, state); err != nil {
+			return nil, nil, err
+		}
+	}
 	return claim, successCleanup, nil
 }
 

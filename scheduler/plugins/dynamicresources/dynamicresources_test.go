@@ -43,7 +43,7 @@ type env struct {
 	snapshot *st.Snapshot
 }
 
-func newEnv(t *testing.T, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
+func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
@@ -63,7 +63,7 @@ func newEnv(t *testing.T, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	f.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); f.Shutdown() })
 	f.WaitForCacheSync(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), m.ClaimEvents().HasSynced, m.SliceEvents().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), m.ClaimEvents().HasSynced, m.SliceEvents().HasSynced, m.DeviceClassEvents().HasSynced) {
 		t.Fatal("DRA manager did not sync")
 	}
 	snapshot := st.NewSnapshot(nil, nodes)

@@ -5,6 +5,11 @@
 // and pod-level resources, computed by k8s.io/component-helpers. Score ranks
 // nodes with the configured strategy: LeastAllocated (the default),
 // MostAllocated or RequestedToCapacityRatio, each over weighted resources.
+//
+// An extended resource backed by DRA (a DeviceClass provides it,
+// DRAExtendedResource, on by default in 1.37) is left to DynamicResources
+// on nodes that do not have it as allocatable, as upstream: Filter does
+// not count it there, and Score counts the node's devices of the class.
 package noderesources
 
 import (
@@ -14,6 +19,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -21,6 +27,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
@@ -42,6 +49,9 @@ type fit struct {
 	ignoredResources      sets.Set[string]
 	ignoredResourceGroups sets.Set[string]
 	scorer                *scorer
+	// dra is the scheduler's DRA manager, nil in an instance built to
+	// validate a profile.
+	dra framework.SharedDRAManager
 }
 
 var (
@@ -54,7 +64,7 @@ var (
 
 // New returns the plugin for *configv1.NodeResourcesFitArgs; nil args get
 // upstream's defaults (LeastAllocated over cpu and memory, weight 1 each).
-func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	args := &configv1.NodeResourcesFitArgs{}
 	if obj != nil {
 		var ok bool
@@ -67,7 +77,8 @@ func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.P
 	if err := ValidateFitArgs(args); err != nil {
 		return nil, err
 	}
-	sc, err := newScorer(args.ScoringStrategy)
+	dra := h.SharedDRAManager()
+	sc, err := newScorer(args.ScoringStrategy, dra)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +86,7 @@ func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.P
 		ignoredResources:      sets.New(args.IgnoredResources...),
 		ignoredResourceGroups: sets.New(args.IgnoredResourceGroups...),
 		scorer:                sc,
+		dra:                   dra,
 	}, nil
 }
 
@@ -86,6 +98,9 @@ type scalarRequest struct {
 	name     v1.ResourceName
 	quantity int64
 	reason   string
+	// backedByDRA: a DeviceClass provides the resource, so nodes without
+	// it as allocatable leave it to DynamicResources.
+	backedByDRA bool
 }
 
 // preFilterState is the pod's requests, in the units NodeInfo uses.
@@ -115,11 +130,20 @@ func (pl *fit) computeRequests(pod *v1.Pod) *preFilterState {
 	var r framework.Resource
 	r.SetMaxResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 	s := &preFilterState{milliCPU: r.MilliCPU, memory: r.Memory, ephemeralStorage: r.EphemeralStorage}
+	var resolver framework.DeviceClassResolver
+	if pl.dra != nil {
+		resolver = pl.dra.DeviceClassResolver()
+	}
 	for name, q := range r.ScalarResources {
 		if q == 0 || pl.ignored(name) {
 			continue
 		}
-		s.scalars = append(s.scalars, scalarRequest{name: name, quantity: q, reason: fmt.Sprintf("Insufficient %v", name)})
+		s.scalars = append(s.scalars, scalarRequest{
+			name:        name,
+			quantity:    q,
+			reason:      fmt.Sprintf("Insufficient %v", name),
+			backedByDRA: resolver != nil && resolver.GetDeviceClass(name) != nil,
+		})
 	}
 	// Sorted so a node short of several resources always lists them in
 	// the same order.
@@ -190,21 +214,27 @@ func insufficient(s *preFilterState, ni *framework.NodeInfo) (reasons []string, 
 	check(s.ephemeralStorage, alloc.EphemeralStorage, used.EphemeralStorage, "Insufficient ephemeral-storage")
 	for i := range s.scalars {
 		sr := &s.scalars[i]
+		if sr.backedByDRA && alloc.ScalarResources[sr.name] <= 0 {
+			// DynamicResources provides it on this node.
+			continue
+		}
 		check(sr.quantity, alloc.ScalarResources[sr.name], used.ScalarResources[sr.name], sr.reason)
 	}
 	return reasons, unresolvable
 }
 
-// Fits returns upstream's reasons why pod does not fit nodeInfo (nil if it
+// fits returns upstream's reasons why pod does not fit nodeInfo (nil if it
 // fits), with no resource ignored.
-func Fits(pod *v1.Pod, nodeInfo *framework.NodeInfo) []string {
-	reasons, _ := insufficient((&fit{}).computeRequests(pod), nodeInfo)
+func (pl *fit) fits(pod *v1.Pod, nodeInfo *framework.NodeInfo) []string {
+	reasons, _ := insufficient((&fit{dra: pl.dra}).computeRequests(pod), nodeInfo)
 	return reasons
 }
 
-// preScoreState is the pod's requests of each scored resource.
+// preScoreState is the pod's requests of each scored resource, and the
+// devices behind scored extended resources backed by DRA (nil if none).
 type preScoreState struct {
 	podRequests []int64
+	dra         *resourcescore.DRA
 }
 
 // Clone shares the state: it does not depend on other pods.
@@ -212,20 +242,26 @@ func (s *preScoreState) Clone() framework.StateData { return s }
 
 // PreScore computes the pod's requests of the scored resources once per cycle.
 func (pl *fit) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	state.Write(preScoreStateKey, &preScoreState{podRequests: pl.scorer.podRequests(pod)})
+	dra, err := pl.scorer.draState()
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	state.Write(preScoreStateKey, &preScoreState{podRequests: pl.scorer.podRequests(pod), dra: dra})
 	return nil
 }
 
 // Score rates the node with the configured strategy.
-func (pl *fit) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
-	var podRequests []int64
-	if s, err := framework.ReadAs[*preScoreState](state, preScoreStateKey); err == nil {
-		podRequests = s.podRequests
-	} else {
+func (pl *fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
+	s, err := framework.ReadAs[*preScoreState](state, preScoreStateKey)
+	if err != nil {
 		// PreScore was disabled in the profile: compute here, as upstream does.
-		podRequests = pl.scorer.podRequests(pod)
+		dra, err := pl.scorer.draState()
+		if err != nil {
+			return 0, framework.AsStatus(err)
+		}
+		s = &preScoreState{podRequests: pl.scorer.podRequests(pod), dra: dra}
 	}
-	return pl.scorer.score(nodeInfo, podRequests), nil
+	return pl.scorer.score(ctx, nodeInfo, s.podRequests, s.dra), nil
 }
 
 // ScoreExtensions returns nil: scores are already 0..100.
@@ -233,16 +269,50 @@ func (*fit) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // EventsToRegister: room appears when a pod on a node is deleted or
 // scaled down, or when a node is added or its allocatable grows; the pod's
-// own scale-down may make it fit. Registered as upstream 1.37 with its
-// default gates: AssignedPod and TargetPod events (UpdatePodScaleUp only
-// matters behind InPlacePodVerticalScalingSchedulerPreemption, alpha, off).
+// own scale-down may make it fit, and a DeviceClass may start providing a
+// requested extended resource through DRA. Registered as upstream 1.37
+// with its default gates: AssignedPod and TargetPod events
+// (UpdatePodScaleUp only matters behind
+// InPlacePodVerticalScalingSchedulerPreemption, alpha, off) and
+// DeviceClass events (DRAExtendedResource, on).
 func (pl *fit) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, QueueingHintFn: pl.isSchedulableAfterAssignedPodDelete},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 		{Event: framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodScaleDown}, QueueingHintFn: pl.isSchedulableAfterAssignedPodScaleDown},
 		{Event: framework.ClusterEvent{Resource: framework.TargetPod, ActionType: framework.UpdatePodScaleDown}, QueueingHintFn: pl.isSchedulableAfterTargetPodScaleDown},
+		{Event: framework.ClusterEvent{Resource: framework.DeviceClass, ActionType: framework.Add | framework.Update}, QueueingHintFn: isSchedulableAfterDeviceClassEvent},
 	}, nil
+}
+
+// isSchedulableAfterDeviceClassEvent queues when a class added or updated
+// may provide an extended resource the pod requests: an update changing
+// the class's extendedResourceName to one requested, or an added class
+// whose explicit or implicit name is requested.
+func isSchedulableAfterDeviceClassEvent(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (framework.QueueingHint, error) {
+	original, modified, err := helper.As[*resourceapi.DeviceClass](oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
+	}
+	if original != nil {
+		if ptr.Deref(original.Spec.ExtendedResourceName, "") == ptr.Deref(modified.Spec.ExtendedResourceName, "") {
+			logger.V(5).Info("device class has identical extended resource name", "pod", klog.KObj(pod), "deviceclass", klog.KObj(modified))
+			return framework.QueueSkip, nil
+		}
+	} else if _, ok := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[v1.ResourceName(resourceapi.ResourceDeviceClassPrefix+modified.Name)]; ok {
+		// A class's name never changes: only an added one brings an
+		// implicit name.
+		logger.V(5).Info("device class was added, and may now fit the pod's resource requests", "pod", klog.KObj(pod), "deviceclass", klog.KObj(modified))
+		return framework.Queue, nil
+	}
+	if modified.Spec.ExtendedResourceName != nil {
+		if _, ok := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[v1.ResourceName(*modified.Spec.ExtendedResourceName)]; ok {
+			logger.V(5).Info("device class was created or updated, and may fit the pod's resource requests", "pod", klog.KObj(pod), "deviceclass", klog.KObj(modified))
+			return framework.Queue, nil
+		}
+	}
+	logger.V(5).Info("created or updated device class extended resource name is either nil, or does not match pod's resource request", "pod", klog.KObj(pod), "deviceclass", klog.KObj(modified))
+	return framework.QueueSkip, nil
 }
 
 // scaleDownOptions follow the 1.37 defaults: in-place resize is GA and
@@ -333,7 +403,7 @@ func (pl *fit) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, old
 	}
 	modifiedInfo := framework.NewNodeInfo()
 	modifiedInfo.SetNode(modified)
-	if len(Fits(pod, modifiedInfo)) != 0 {
+	if len(pl.fits(pod, modifiedInfo)) != 0 {
 		// Even empty, the node would be too small.
 		return framework.QueueSkip, nil
 	}
@@ -341,7 +411,7 @@ func (pl *fit) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, old
 		logger.V(5).Info("Node was added and may fit the pod", "pod", klog.KObj(pod), "node", klog.KObj(modified))
 		return framework.Queue, nil
 	}
-	if !requestedResourcesIncreased(pod, original, modified) {
+	if !pl.requestedResourcesIncreased(pod, original, modified) {
 		return framework.QueueSkip, nil
 	}
 	logger.V(5).Info("Node's allocatable grew and may fit the pod", "pod", klog.KObj(pod), "node", klog.KObj(modified))
@@ -349,9 +419,10 @@ func (pl *fit) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, old
 }
 
 // requestedResourcesIncreased reports whether the node's pod limit, or its
-// allocatable of any resource the pod requests, grew.
-func requestedResourcesIncreased(pod *v1.Pod, original, modified *v1.Node) bool {
-	req := (&fit{}).computeRequests(pod)
+// allocatable of any resource the pod requests, grew, or whether the node
+// may provide a requested resource through DRA.
+func (pl *fit) requestedResourcesIncreased(pod *v1.Pod, original, modified *v1.Node) bool {
+	req := (&fit{dra: pl.dra}).computeRequests(pod)
 	before := framework.NewResource(original.Status.Allocatable)
 	after := framework.NewResource(modified.Status.Allocatable)
 	if after.AllowedPodNumber > before.AllowedPodNumber {
@@ -367,6 +438,9 @@ func requestedResourcesIncreased(pod *v1.Pod, original, modified *v1.Node) bool 
 	}
 	for _, sr := range req.scalars {
 		if after.ScalarResources[sr.name] > before.ScalarResources[sr.name] {
+			return true
+		}
+		if sr.backedByDRA && after.ScalarResources[sr.name] <= 0 {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package noderesources
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -22,10 +23,14 @@ type scorer struct {
 	resources []resourcescore.Resource
 	// brokenLinear is RequestedToCapacityRatio's function of utilization.
 	brokenLinear func(utilization int64) int64
+	// dra and matches count the devices behind extended resources
+	// backed by DRA; dra is nil in an instance built to validate a profile.
+	dra     framework.SharedDRAManager
+	matches *resourcescore.MatchCache
 }
 
-func newScorer(st *configv1.ScoringStrategy) (*scorer, error) {
-	s := &scorer{strategy: st.Type, resources: resourcescore.NewResources(st.Resources)}
+func newScorer(st *configv1.ScoringStrategy, dra framework.SharedDRAManager) (*scorer, error) {
+	s := &scorer{strategy: st.Type, resources: resourcescore.NewResources(st.Resources), dra: dra, matches: resourcescore.NewMatchCache()}
 	switch st.Type {
 	case configv1.LeastAllocated, configv1.MostAllocated:
 	case configv1.RequestedToCapacityRatio:
@@ -53,13 +58,19 @@ func (s *scorer) podRequests(pod *v1.Pod) []int64 {
 	return resourcescore.PodRequests(pod, s.resources, scoreRequestOptions)
 }
 
+// draState gathers, once per cycle, what scoring extended resources
+// backed by DRA needs; nil when no scored resource is.
+func (s *scorer) draState() (*resourcescore.DRA, error) {
+	return resourcescore.NewDRA(s.dra, s.resources, s.matches)
+}
+
 // score rates a node in 0..100. cpu and memory already allocated on the
 // node are NonZeroRequested, matching the pod side's defaults.
-func (s *scorer) score(ni *framework.NodeInfo, podRequests []int64) int64 {
+func (s *scorer) score(ctx context.Context, ni *framework.NodeInfo, podRequests []int64, dra *resourcescore.DRA) int64 {
 	var nodeScore, weightSum int64
 	for i := range s.resources {
 		r := &s.resources[i]
-		allocatable, allocated := r.NodeAmounts(ni, podRequests[i], false)
+		allocatable, allocated := r.NodeAmounts(ctx, ni, podRequests[i], false, dra)
 		if allocatable == 0 {
 			continue
 		}

@@ -14,11 +14,6 @@
 // profile (or building it) lifts the refusal without touching this plugin.
 // Disabling UnsupportedFeatures in a profile restores upstream's behaviour of
 // ignoring requirements no plugin enforces.
-//
-// It also refuses what is not built at all: extended resources backed by
-// DRA (DRAExtendedResource, on by default upstream), as
-//
-//	pod requests the extended resource example.com/gpu, which DeviceClass gpu.example.com provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet
 package unsupportedfeatures
 
 import (
@@ -28,13 +23,11 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
@@ -161,9 +154,12 @@ type requirement struct {
 func (pl *unsupportedFeatures) PreFilter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	reqs := podRequirements(pod)
 	prof := pl.profile()
-	// Not a plugin to find in the profile: a part of DynamicResources (and
-	// of NodeResourcesFit and BalancedAllocation) not built yet.
-	notBuilt := pl.draExtendedResources(pod)
+	if dra := pl.handle.SharedDRAManager(); dra != nil && framework.RequestsDRAExtendedResource(pod, dra.DeviceClassResolver()) {
+		// NodeResourcesFit leaves such a resource to DynamicResources on
+		// nodes without it as allocatable: without that plugin the pod
+		// would land there without devices.
+		reqs = append(reqs, requirement{subject: "pod requests extended resources backed by DRA, which need", point: filterPoint, plugins: []string{dynamicResources}})
+	}
 	if !prof.atPoint[filterPoint].Has(interPodAffinity) && pl.matchesExistingAntiAffinity(pod) {
 		// Upstream's InterPodAffinity also keeps a pod away from pods whose
 		// required anti-affinity it matches, even if it has no affinity itself.
@@ -173,10 +169,10 @@ func (pl *unsupportedFeatures) PreFilter(ctx context.Context, _ *framework.Cycle
 			plugins: []string{interPodAffinity},
 		})
 	}
-	if len(reqs) == 0 && len(notBuilt) == 0 {
+	if len(reqs) == 0 {
 		return nil, nil
 	}
-	reasons := notBuilt
+	var reasons []string
 	for _, r := range reqs {
 		reasons = append(reasons, pl.missing(prof, r)...)
 	}
@@ -187,54 +183,6 @@ func (pl *unsupportedFeatures) PreFilter(ctx context.Context, _ *framework.Cycle
 		logger.Info("Pod needs plugins the profile does not run", "pod", klog.KObj(pod), "reasons", reasons)
 	}
 	return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, reasons...)
-}
-
-// draExtendedResources returns, for each extended resource pod requests
-// that a DeviceClass provides (its extendedResourceName, or the implicit
-// deviceclass.resource.kubernetes.io/<class>), why the pod is refused:
-// upstream 1.37 serves them through DRA (DRAExtendedResource, on by
-// default) on nodes without a device plugin for them, which is not built
-// here. Placing the pod by device plugins alone would leave out the nodes
-// upstream considers, so it is refused as a whole.
-func (pl *unsupportedFeatures) draExtendedResources(pod *v1.Pod) []string {
-	dra := pl.handle.SharedDRAManager()
-	if dra == nil {
-		return nil
-	}
-	requested := sets.New[v1.ResourceName]()
-	for _, containers := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range containers {
-			for _, list := range []v1.ResourceList{containers[i].Resources.Requests, containers[i].Resources.Limits} {
-				for name := range list {
-					// The implicit names are in the kubernetes.io domain,
-					// which IsExtendedResourceName leaves out.
-					if framework.IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix) {
-						requested.Insert(name)
-					}
-				}
-			}
-		}
-	}
-	if requested.Len() == 0 {
-		return nil
-	}
-	classes, err := dra.DeviceClasses().List()
-	if err != nil {
-		return nil
-	}
-	providers := map[v1.ResourceName]string{}
-	for _, class := range classes {
-		for _, name := range []v1.ResourceName{v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + class.Name), v1.ResourceName(ptr.Deref(class.Spec.ExtendedResourceName, ""))} {
-			if requested.Has(name) {
-				providers[name] = class.Name
-			}
-		}
-	}
-	var out []string
-	for _, name := range sets.List(sets.KeySet(providers)) {
-		out = append(out, fmt.Sprintf("pod requests the extended resource %s, which DeviceClass %s provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet", name, providers[name]))
-	}
-	return out
 }
 
 // PreFilterExtensions returns nil: the refusal does not depend on pods

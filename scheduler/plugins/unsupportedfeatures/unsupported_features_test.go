@@ -14,7 +14,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
@@ -282,47 +281,45 @@ func BenchmarkUnsupportedFeatures(b *testing.B) {
 	})
 }
 
-// fakeDRA holds DeviceClasses only, all the guard reads.
-type fakeDRA struct{ classes []*resourceapi.DeviceClass }
+// fakeDRA resolves extended resources to DeviceClasses, all the guard reads.
+type fakeDRA map[v1.ResourceName]*resourceapi.DeviceClass
 
-func (f *fakeDRA) ResourceClaims() framework.ResourceClaimTracker { return nil }
-func (f *fakeDRA) ResourceSlices() framework.ResourceSliceLister  { return nil }
-func (f *fakeDRA) DeviceClasses() framework.DeviceClassLister     { return f }
-func (f *fakeDRA) List() ([]*resourceapi.DeviceClass, error)      { return f.classes, nil }
-func (f *fakeDRA) Get(string) (*resourceapi.DeviceClass, error)   { return nil, nil }
+func (f fakeDRA) ResourceClaims() framework.ResourceClaimTracker               { return nil }
+func (f fakeDRA) ResourceSlices() framework.ResourceSliceLister                { return nil }
+func (f fakeDRA) DeviceClasses() framework.DeviceClassLister                   { return nil }
+func (f fakeDRA) DeviceClassResolver() framework.DeviceClassResolver           { return f }
+func (f fakeDRA) GetDeviceClass(name v1.ResourceName) *resourceapi.DeviceClass { return f[name] }
 
 // TestExtendedResourcesBackedByDRA: an extended resource a DeviceClass
-// provides is refused, by its explicit or implicit name; one no class
-// provides (a device plugin's) is not.
+// provides, by its explicit or implicit name, needs DynamicResources,
+// which NodeResourcesFit leaves it to; one no class provides (a device
+// plugin's) needs nothing.
 func TestExtendedResourcesBackedByDRA(t *testing.T) {
-	dra := &fakeDRA{classes: []*resourceapi.DeviceClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "fpga"}},
-	}}
+	dra := fakeDRA{
+		"example.com/gpu": {ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}},
+		v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "fpga"): {ObjectMeta: metav1.ObjectMeta{Name: "fpga"}},
+	}
 	snapshot := st.NewSnapshot(nil, []*v1.Node{st.MakeNode().Name("n").Obj()})
 	fwk := st.NewFramework(t, registry(t), st.PluginProfile(st.Plugin(unsupportedfeatures.Name, 0)), snapshot, runtime.WithSharedDRAManager(dra))
-	pod := func(resources ...string) *v1.Pod {
+	pod := func(resources ...v1.ResourceName) *v1.Pod {
 		p := st.MakePod().Name("p").Obj()
-		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{}}}}
+		p.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{}}}}
 		for _, r := range resources {
-			p.Spec.Containers[0].Resources.Limits[v1.ResourceName(r)] = resource.MustParse("1")
+			p.Spec.Containers[0].Resources.Requests[r] = resource.MustParse("1")
 		}
 		return p
 	}
+	// The test registry does not provide DynamicResources.
+	needs := framework.NewStatus(framework.UnschedulableAndUnresolvable,
+		"pod requests extended resources backed by DRA, which need the DynamicResources plugin: not available in profile-scheduler yet").WithPlugin(unsupportedfeatures.Name)
 	tests := []struct {
 		name string
 		pod  *v1.Pod
 		want *framework.Status
 	}{
 		{name: "device plugin resource", pod: pod("example.com/nic", "cpu")},
-		{
-			name: "explicit and implicit names",
-			pod:  pod("example.com/gpu", "deviceclass.resource.kubernetes.io/fpga", "example.com/nic"),
-			want: framework.NewStatus(framework.UnschedulableAndUnresolvable,
-				"pod requests the extended resource deviceclass.resource.kubernetes.io/fpga, which DeviceClass fpga provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet",
-				"pod requests the extended resource example.com/gpu, which DeviceClass gpu.example.com provides through DRA: extended resources backed by DRA (DRAExtendedResource) are not available in profile-scheduler yet",
-			).WithPlugin(unsupportedfeatures.Name),
-		},
+		{name: "explicit name", pod: pod("example.com/gpu"), want: needs},
+		{name: "implicit name", pod: pod(v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "fpga")), want: needs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@
 package resourcescore
 
 import (
+	"context"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -91,8 +92,10 @@ func IsBestEffort(podRequests []int64) bool {
 // cpu and memory; otherwise NonZeroRequested, which counts default
 // requests for containers that set none. A scalar resource the pod does
 // not request, and a resource the node does not have, yield allocatable 0,
-// which scorers skip.
-func (r *Resource) NodeAmounts(ni *framework.NodeInfo, podRequest int64, useRequested bool) (allocatable, allocated int64) {
+// which scorers skip. An extended resource backed by DRA that the node
+// does not have as allocatable counts the node's devices, with dra (nil
+// when no scored resource is backed by DRA).
+func (r *Resource) NodeAmounts(ctx context.Context, ni *framework.NodeInfo, podRequest int64, useRequested bool, dra *DRA) (allocatable, allocated int64) {
 	if podRequest == 0 && r.scalar {
 		return 0, 0
 	}
@@ -108,7 +111,13 @@ func (r *Resource) NodeAmounts(ni *framework.NodeInfo, podRequest int64, useRequ
 	case kindEphemeralStorage:
 		return ni.Allocatable.EphemeralStorage, ni.Requested.EphemeralStorage
 	}
-	if a, ok := ni.Allocatable.ScalarResources[r.Name]; ok {
+	a, ok := ni.Allocatable.ScalarResources[r.Name]
+	if a == 0 && dra != nil {
+		if capacity, inUse := dra.amounts(ctx, ni.Node(), r.Name); capacity > 0 {
+			return capacity, inUse
+		}
+	}
+	if ok {
 		return a, ni.Requested.ScalarResources[r.Name]
 	}
 	return 0, 0
