@@ -68,6 +68,16 @@ const (
 	BatchFlushNormalizeError  = "normalize_error"
 )
 
+// Status label values of the DRA binding-conditions metrics, as upstream:
+// how DynamicResources' wait in PreBind for the binding conditions of
+// allocated devices ended.
+const (
+	BindingConditionsStatusSuccess = "success"
+	BindingConditionsStatusFailed  = "failure"
+	BindingConditionsStatusTimeout = "timeout"
+	BindingConditionsStatusError   = "error"
+)
+
 // Metrics is every metric of one scheduling loop. The fields are safe for
 // concurrent use; a nil *Metrics is not.
 type Metrics struct {
@@ -124,6 +134,13 @@ type Metrics struct {
 	PreemptionExecutionDuration *prometheus.HistogramVec
 	// PreemptionPDBViolations is scheduler_preemption_pdb_violations_total{preemptor}.
 	PreemptionPDBViolations *prometheus.CounterVec
+
+	// DRABindingConditionsAllocations is
+	// scheduler_dra_bindingconditions_allocations_total{profile, driver, status}.
+	DRABindingConditionsAllocations *prometheus.CounterVec
+	// DRABindingConditionsWaitDuration is
+	// scheduler_dra_bindingconditions_wait_duration_seconds{profile, driver, status}.
+	DRABindingConditionsWaitDuration *prometheus.HistogramVec
 
 	// ShadowEvaluations counts the placements shadow profiles evaluated,
 	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
@@ -304,6 +321,18 @@ func NewUnregistered() *Metrics {
 			Name:      "preemption_pdb_violations_total",
 			Help:      "Total number of pod disruption budget violations caused by preemption.",
 		}, []string{"preemptor"}),
+		DRABindingConditionsAllocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "dra_bindingconditions_allocations_total",
+			Help:      "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+		}, []string{ProfileLabel, "driver", "status"}),
+		DRABindingConditionsWaitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "dra_bindingconditions_wait_duration_seconds",
+			Help:      "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+			// 0.1s up to [~14min, Inf): the wait is bounded by the binding timeout, 10 minutes by default.
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
+		}, []string{ProfileLabel, "driver", "status"}),
 		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "shadow_evaluations_total",
@@ -329,6 +358,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.GetNodeHintDuration, m.StoreScheduleResultsDuration,
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
 		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
+		m.DRABindingConditionsAllocations, m.DRABindingConditionsWaitDuration,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }
@@ -350,6 +380,8 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.BatchRescoreDuration.DeletePartialMatch(labels)
 	m.GetNodeHintDuration.DeletePartialMatch(labels)
 	m.StoreScheduleResultsDuration.DeletePartialMatch(labels)
+	m.DRABindingConditionsAllocations.DeletePartialMatch(labels)
+	m.DRABindingConditionsWaitDuration.DeletePartialMatch(labels)
 }
 
 // DeleteShadow deletes the series of the shadow profile named profile.
