@@ -41,8 +41,14 @@ type tally struct {
 	pods int
 	// outcomes counts pods by kube-scheduler's outcome, to show what the
 	// clusters exercised.
-	outcomes   map[string]int
-	ties       int
+	outcomes map[string]int
+	ties     int
+	// deallocationTies counts PostFilters that deallocated different
+	// claims on the two sides (see alignDeallocations).
+	deallocationTies int
+	// preBinds counts DynamicResources' PreBind outcomes on
+	// kube-scheduler's side, by status code and, for a failure, its cause.
+	preBinds   map[string]int
 	mismatches map[string]int
 }
 
@@ -50,14 +56,14 @@ type tally struct {
 // after the other with both frameworks and fails on the first pod whose
 // results differ in any way the harness compares.
 func TestUpstreamDiff(t *testing.T) {
-	total := tally{outcomes: map[string]int{}, mismatches: map[string]int{}}
+	total := tally{outcomes: map[string]int{}, preBinds: map[string]int{}, mismatches: map[string]int{}}
 	for seed := *firstSeed; seed < *firstSeed+*seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runSeed(t, uint64(seed), &total)
 		})
 	}
-	t.Logf("%d clusters of %d nodes, %d pods compared; kube-scheduler's outcomes: %v; preemptions between tied nodes: %d; pods with a mismatch by category: %v",
-		*seeds, *numNodes, total.pods, total.outcomes, total.ties, total.mismatches)
+	t.Logf("%d clusters of %d nodes, %d pods compared; kube-scheduler's outcomes: %v; its DynamicResources PreBinds: %v; preemptions between tied nodes: %d; deallocations of different claims: %d; pods with a mismatch by category: %v",
+		*seeds, *numNodes, total.pods, total.outcomes, total.preBinds, total.ties, total.deallocationTies, total.mismatches)
 }
 
 func runSeed(t *testing.T, seed uint64, total *tally) {
@@ -93,30 +99,47 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 				t.Fatal(err)
 			}
 		}
-		// Evictions start during the cycle: count deletions from before it.
-		upBefore, oursBefore := len(up.deleted()), len(ours.deleted())
-		want := up.cycle(ctx, pod, nodeNames)
-		got := ours.cycle(ctx, pod, nodeNames)
-		if want.Nominated != "" || got.Nominated != "" {
-			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
-		}
 		if len(pod.Spec.ResourceClaims) > 0 {
+			// The previous binding cycle's writes (PreBind, Unreserve)
+			// reach the DRA managers through their informers.
 			if err := awaitClaims(ctx, up, ours); err != nil {
 				t.Fatal(err)
 			}
-			if node := pick(want.Totals); node != "" {
-				assumed := pod.DeepCopy()
-				assumed.Spec.NodeName = node
-				if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+		}
+		// Evictions start during the cycle: count deletions from before it.
+		upBefore, oursBefore := len(up.deleted()), len(ours.deleted())
+		wantEnqueue, gotEnqueue := up.preEnqueue(ctx, pod), ours.preEnqueue(ctx, pod)
+		want := up.cycle(ctx, pod, nodeNames)
+		got := ours.cycle(ctx, pod, nodeNames)
+		want.PreEnqueue, got.PreEnqueue = wantEnqueue, gotEnqueue
+		if want.Nominated != "" || got.Nominated != "" {
+			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
+		}
+		// A pod with claims binds only if kube-scheduler's binding cycle
+		// would have bound it.
+		binds := true
+		if len(pod.Spec.ResourceClaims) > 0 {
+			if deallocated := "deallocation of ResourceClaim completed"; slices.Contains(want.PostFilter.Reasons, deallocated) && slices.Contains(got.PostFilter.Reasons, deallocated) {
+				aligned, err := alignDeallocations(ctx, up, ours, pod)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+				if aligned {
+					total.deallocationTies++
+				}
+			}
+			if node := pick(want.Totals); node != "" {
+				if binds, err = bindingCycle(ctx, up, ours, pod, node, want, got); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		total.pods++
 		total.outcomes[outcome(want)]++
+		if want.PreBind.Code != "" {
+			cause, _, _ := strings.Cut(strings.Join(want.PreBind.Reasons, ""), ":")
+			total.preBinds[strings.TrimSpace(want.PreBind.Code+" "+cause)]++
+		}
 		diffs := compare(want, got)
 		if want.Nominated != got.Nominated && want.Nominated != "" && got.Nominated != "" &&
 			victimsKey(want.Victims, bound) == victimsKey(got.Victims, bound) {
@@ -148,7 +171,7 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			nominated[want.Nominated] = append(nominated[want.Nominated], retry)
 			queue = append(queue, retry)
 		}
-		if node := pick(want.Totals); node != "" {
+		if node := pick(want.Totals); node != "" && binds {
 			placed := pod.DeepCopy()
 			placed.Spec.NodeName = node
 			placed.Status.Phase = v1.PodRunning
@@ -166,6 +189,85 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			bound = slices.DeleteFunc(bound, func(p *v1.Pod) bool { return slices.Contains(want.Victims, podKey(p)) })
 		}
 	}
+}
+
+// preBindTimeout bounds each side's PreBind: a device whose binding
+// conditions never come true (attachSlow) makes it wait for its context,
+// where kube-scheduler would wait for the binding timeout; the outcome,
+// a device binding timeout, is the same.
+const preBindTimeout = 100 * time.Millisecond
+
+// bindingCycle runs, for pod placed on node, what the binding cycle does
+// with DynamicResources on both sides: Reserve, then, when it succeeded
+// on both, PreBindPreFlight and PreBind (Unreserve after a failure), and
+// records their statuses, the devices in use after Reserve and what the
+// claims hold afterwards in want and got. It reports whether
+// kube-scheduler would bind the pod.
+func bindingCycle(ctx context.Context, up, ours side, pod *v1.Pod, node string, want, got *result) (bool, error) {
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = node
+	var err error
+	if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+		return false, err
+	}
+	if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+		return false, err
+	}
+	if want.Reserve.Code != "Success" || got.Reserve.Code != "Success" {
+		// As the scheduler does after a failed Reserve.
+		up.unreserve(ctx, assumed, node)
+		ours.unreserve(ctx, assumed, node)
+		return false, nil
+	}
+	for _, s := range []struct {
+		side side
+		res  *result
+	}{{up, want}, {ours, got}} {
+		preBindCtx, cancel := context.WithTimeout(ctx, preBindTimeout)
+		s.res.PreBindPreFlight, s.res.PreBind = s.side.preBind(preBindCtx, assumed, node)
+		cancel()
+		if s.res.Claims, err = claimWrites(ctx, s.side.clientset(), pod); err != nil {
+			return false, err
+		}
+	}
+	return want.PreBind.Code == "Success", nil
+}
+
+// alignDeallocations makes the claims of pod on profile-scheduler's side
+// hold what they hold on kube-scheduler's after both PostFilters
+// deallocated a claim: DynamicResources picks one at random among the
+// pod's claims unavailable on some node and not reserved, so with two
+// such claims the sides may pick different ones, as kube-scheduler
+// itself may from one run to the next. It reports whether they did.
+func alignDeallocations(ctx context.Context, up, ours side, pod *v1.Pod) (bool, error) {
+	want, err := claimWrites(ctx, up.clientset(), pod)
+	if err != nil {
+		return false, err
+	}
+	got, err := claimWrites(ctx, ours.clientset(), pod)
+	if err != nil {
+		return false, err
+	}
+	aligned := false
+	for name := range want {
+		if want[name] == got[name] {
+			continue
+		}
+		upstream, err := up.clientset().ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		claim, err := ours.clientset().ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		claim.Status = upstream.Status
+		if _, err := ours.clientset().ResourceV1().ResourceClaims(pod.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+		aligned = true
+	}
+	return aligned, nil
 }
 
 // awaitVictims waits for the background evictions of a preemption on
@@ -317,6 +419,10 @@ func compare(want, got *result) map[string]string {
 	check("victims", want.Victims, got.Victims)
 	check("reserve", want.Reserve, got.Reserve)
 	check("devices", want.Devices, got.Devices)
+	check("preenqueue", want.PreEnqueue, got.PreEnqueue)
+	check("prebind-preflight", want.PreBindPreFlight, got.PreBindPreFlight)
+	check("prebind", want.PreBind, got.PreBind)
+	check("claims", want.Claims, got.Claims)
 	return out
 }
 
