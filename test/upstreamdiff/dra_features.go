@@ -150,7 +150,10 @@ func (g *generator) fpgas() *resourceapi.ResourceSlice {
 // binding conditions; some bind to the node they get attached to.
 func (g *generator) attachable() *resourceapi.ResourceSlice {
 	var devices []resourceapi.Device
-	states := []string{attachReady, attachFailing, attachSlow, attachReady, attachHeld, attachHeld, attachHeld}
+	states := []string{attachReady, attachFailing, attachSlow, attachReady}
+	for range len(namespaces) * len(heldOutcomes) {
+		states = append(states, attachHeld)
+	}
 	for i, state := range states {
 		devices = append(devices, resourceapi.Device{
 			Name:                     fmt.Sprintf("%s-%d", state, i),
@@ -170,7 +173,8 @@ func (g *generator) attachable() *resourceapi.ResourceSlice {
 }
 
 // featureClaims returns ns's claims of the features, which its pending
-// pods may use; the ith namespace may hold the ith attachHeld device.
+// pods may use; the ith namespace holds the ith len(heldOutcomes)
+// attachHeld devices.
 func (g *generator) featureClaims(ns string, i int) []k8sruntime.Object {
 	request := func(class string, count int64, expr string) resourceapi.DeviceRequest {
 		r := resourceapi.DeviceRequest{Name: "req", Exactly: &resourceapi.ExactDeviceRequest{
@@ -207,19 +211,23 @@ func (g *generator) featureClaims(ns string, i int) []k8sruntime.Object {
 	} {
 		objs = append(objs, g.claim(ns, c.name, c.requests...))
 	}
-	if g.chance(0.5) {
-		objs = append(objs, g.heldAttachedClaim(ns, fmt.Sprintf("%s-%d", attachHeld, 4+i)))
+	for j, outcome := range heldOutcomes {
+		device := fmt.Sprintf("%s-%d", attachHeld, 4+i*len(heldOutcomes)+j)
+		objs = append(objs, g.heldAttachedClaim(ns, device, outcome))
 	}
 	return objs
 }
 
+// heldOutcomes are the outcomes of the binding of the claims allocated
+// before the run: failed, timed out (allocated longer ago than the
+// binding timeout, conditions unknown), or attached. Filter finds the
+// first two unavailable everywhere and PostFilter deallocates them.
+var heldOutcomes = []string{"failed", "timed-out", "attached"}
+
 // heldAttachedClaim returns a claim allocated before the run to device,
-// an attachable GPU set aside for it, reserved by no pod: its binding
-// failed, timed out (allocated longer ago than the binding timeout,
-// conditions unknown), or succeeded. Filter finds the first two
-// unavailable everywhere and PostFilter deallocates them.
-func (g *generator) heldAttachedClaim(ns, device string) *resourceapi.ResourceClaim {
-	outcome := g.one([]string{"failed", "timed-out", "attached"})
+// an attachable GPU set aside for it, reserved by no pod, whose binding
+// had outcome (one of heldOutcomes).
+func (g *generator) heldAttachedClaim(ns, device, outcome string) *resourceapi.ResourceClaim {
 	c := g.claim(ns, "held-"+outcome, resourceapi.DeviceRequest{Name: "req", Exactly: &resourceapi.ExactDeviceRequest{
 		DeviceClassName: classAttach, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
 	}})
