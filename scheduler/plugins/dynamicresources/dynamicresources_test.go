@@ -673,6 +673,12 @@ func TestBindingConditionsMetrics(t *testing.T) {
 			if got := waited.GetHistogram().GetSampleCount(); got != 1 {
 				t.Errorf("scheduler_dra_bindingconditions_wait_duration_seconds{status=%q} observed %d times, want 1", tc.outcome, got)
 			}
+
+			// A retired profile takes its series along.
+			m.DeleteProfile(profile)
+			if got := testutil.CollectAndCount(m.DRABindingConditionsAllocations) + testutil.CollectAndCount(m.DRABindingConditionsWaitDuration); got != 0 {
+				t.Errorf("%d binding-conditions series left after DeleteProfile, want none", got)
+			}
 		})
 	}
 }
