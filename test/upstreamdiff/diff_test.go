@@ -284,8 +284,11 @@ func awaitVictims(up, ours side, before, beforeOurs int) (want, got []string) {
 	for {
 		want, got = since()
 		if (len(want) > 0 && slices.Equal(want, got)) || time.Now().After(deadline) {
-			// Let a straggler of either side arrive.
-			time.Sleep(20 * time.Millisecond)
+			// Let a straggler of either side arrive: the evictions of one
+			// preemption run in parallel, and under the race detector on
+			// a busy machine the last may come tens of milliseconds after
+			// the first.
+			time.Sleep(100 * time.Millisecond)
 			return since()
 		}
 		time.Sleep(5 * time.Millisecond)
