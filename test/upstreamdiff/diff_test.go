@@ -194,8 +194,10 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 // preBindTimeout bounds each side's PreBind: a device whose binding
 // conditions never come true (attachSlow) makes it wait for its context,
 // where kube-scheduler would wait for the binding timeout; the outcome,
-// a device binding timeout, is the same.
-const preBindTimeout = 100 * time.Millisecond
+// a device binding timeout, is the same. It may be that short because
+// the simulated driver answers within the write of the allocation, and
+// PreBind checks the conditions once before it looks at its context.
+const preBindTimeout = 5 * time.Millisecond
 
 // bindingCycle runs, for pod placed on node, what the binding cycle does
 // with DynamicResources on both sides: Reserve, then, when it succeeded
