@@ -68,6 +68,16 @@ const (
 	BatchFlushNormalizeError  = "normalize_error"
 )
 
+// Status label values of the DRA binding-conditions metrics, as upstream:
+// how DynamicResources' wait in PreBind for the binding conditions of
+// allocated devices ended.
+const (
+	BindingConditionsStatusSuccess = "success"
+	BindingConditionsStatusFailed  = "failure"
+	BindingConditionsStatusTimeout = "timeout"
+	BindingConditionsStatusError   = "error"
+)
+
 // Metrics is every metric of one scheduling loop. The fields are safe for
 // concurrent use; a nil *Metrics is not.
 type Metrics struct {
@@ -131,6 +141,12 @@ type Metrics struct {
 	// kube-controller-manager: here, the special claims DynamicResources
 	// creates for extended resources backed by DRA.
 	ResourceClaimCreates *prometheus.CounterVec
+	// DRABindingConditionsAllocations is
+	// scheduler_dra_bindingconditions_allocations_total{profile, driver, status}.
+	DRABindingConditionsAllocations *prometheus.CounterVec
+	// DRABindingConditionsWaitDuration is
+	// scheduler_dra_bindingconditions_wait_duration_seconds{profile, driver, status}.
+	DRABindingConditionsWaitDuration *prometheus.HistogramVec
 
 	// ShadowEvaluations counts the placements shadow profiles evaluated,
 	// by the SchedulingProfile of the shadow and the outcome (ShadowSameNode,
@@ -316,6 +332,18 @@ func NewUnregistered() *Metrics {
 			Name:      "resourceclaim_creates_total",
 			Help:      "Number of ResourceClaims creation requests, categorized by creation status, admin access, and owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
 		}, []string{"status", "admin_access", "owner_api_group", "owner_api_kind"}),
+		DRABindingConditionsAllocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "dra_bindingconditions_allocations_total",
+			Help:      "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+		}, []string{ProfileLabel, "driver", "status"}),
+		DRABindingConditionsWaitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "dra_bindingconditions_wait_duration_seconds",
+			Help:      "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+			// 0.1s up to [~14min, Inf): the wait is bounded by the binding timeout, 10 minutes by default.
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 14),
+		}, []string{ProfileLabel, "driver", "status"}),
 		ShadowEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "shadow_evaluations_total",
@@ -342,6 +370,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
 		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
 		m.ResourceClaimCreates,
+		m.DRABindingConditionsAllocations, m.DRABindingConditionsWaitDuration,
 		m.ShadowEvaluations, m.ShadowSkippedPods,
 	}
 }
@@ -363,6 +392,8 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.BatchRescoreDuration.DeletePartialMatch(labels)
 	m.GetNodeHintDuration.DeletePartialMatch(labels)
 	m.StoreScheduleResultsDuration.DeletePartialMatch(labels)
+	m.DRABindingConditionsAllocations.DeletePartialMatch(labels)
+	m.DRABindingConditionsWaitDuration.DeletePartialMatch(labels)
 }
 
 // DeleteShadow deletes the series of the shadow profile named profile.

@@ -1,7 +1,9 @@
 // Package upstreamdiff compares profile-scheduler's scheduling framework
 // with kube-scheduler 1.37.2's on randomized cluster states: both run their
-// default profile over the same objects, and every pod's PreFilter, Filter,
-// Score, PostFilter and placement must come out the same.
+// default profile over the same objects, and every pod's PreEnqueue,
+// PreFilter, Filter, Score, PostFilter and placement must come out the
+// same, and for a pod with claims Reserve and DynamicResources' PreBind,
+// with what it writes to the claims.
 //
 // It is a module of its own so that k8s.io/kubernetes, which it imports
 // for upstream's framework, never enters the operator's module.
@@ -121,6 +123,7 @@ func newCluster(seed uint64, numNodes, numPending int) *cluster {
 	g.nodes = c.nodes
 	c.objects = append(c.objects, g.storage()...)
 	c.objects = append(c.objects, g.dra()...)
+	c.objects = append(c.objects, g.draFeatures()...)
 	for i := range numNodes {
 		p := g.pod(fmt.Sprintf("bound-%03d", i), true)
 		if g.chance(0.15) {

@@ -42,8 +42,14 @@ type tally struct {
 	pods int
 	// outcomes counts pods by kube-scheduler's outcome, to show what the
 	// clusters exercised.
-	outcomes   map[string]int
-	ties       int
+	outcomes map[string]int
+	ties     int
+	// deallocationTies counts PostFilters that deallocated different
+	// claims on the two sides (see alignDeallocations).
+	deallocationTies int
+	// preBinds counts DynamicResources' PreBind outcomes on
+	// kube-scheduler's side, by status code and, for a failure, its cause.
+	preBinds   map[string]int
 	mismatches map[string]int
 }
 
@@ -51,14 +57,14 @@ type tally struct {
 // after the other with both frameworks and fails on the first pod whose
 // results differ in any way the harness compares.
 func TestUpstreamDiff(t *testing.T) {
-	total := tally{outcomes: map[string]int{}, mismatches: map[string]int{}}
+	total := tally{outcomes: map[string]int{}, preBinds: map[string]int{}, mismatches: map[string]int{}}
 	for seed := *firstSeed; seed < *firstSeed+*seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runSeed(t, uint64(seed), &total)
 		})
 	}
-	t.Logf("%d clusters of %d nodes, %d pods compared; kube-scheduler's outcomes: %v; preemptions between tied nodes: %d; pods with a mismatch by category: %v",
-		*seeds, *numNodes, total.pods, total.outcomes, total.ties, total.mismatches)
+	t.Logf("%d clusters of %d nodes, %d pods compared; kube-scheduler's outcomes: %v; its DynamicResources PreBinds: %v; preemptions between tied nodes: %d; deallocations of different claims: %d; pods with a mismatch by category: %v",
+		*seeds, *numNodes, total.pods, total.outcomes, total.preBinds, total.ties, total.deallocationTies, total.mismatches)
 }
 
 func runSeed(t *testing.T, seed uint64, total *tally) {
@@ -83,8 +89,6 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 	bound := slices.Clone(c.bound)
 	nominated := nominations{}
 	shown := 0
-	// Writes to claims awaitClaims saw, on both sides.
-	claimWritesSeen := 0
 	// Pods a preemption nominated get a second cycle after the others, as
 	// the queue retries them once their victims are gone.
 	queue := slices.Clone(c.pending)
@@ -96,30 +100,48 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 				t.Fatal(err)
 			}
 		}
+		if len(pod.Spec.ResourceClaims) > 0 || requestsExtendedResource(pod) {
+			// The previous binding cycle's writes (PreBind, Unreserve)
+			// reach the DRA managers through their informers.
+			if err := awaitClaims(ctx, up, ours); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Evictions start during the cycle: count deletions from before it.
 		upBefore, oursBefore := len(up.deleted()), len(ours.deleted())
+		wantEnqueue, gotEnqueue := up.preEnqueue(ctx, pod), ours.preEnqueue(ctx, pod)
 		want := up.cycle(ctx, pod, nodeNames)
 		got := ours.cycle(ctx, pod, nodeNames)
+		want.PreEnqueue, got.PreEnqueue = wantEnqueue, gotEnqueue
 		if want.Nominated != "" || got.Nominated != "" {
 			want.Victims, got.Victims = awaitVictims(up, ours, upBefore, oursBefore)
 		}
+		// A pod with claims, or with extended resources DynamicResources
+		// may serve with devices, binds only if kube-scheduler's binding
+		// cycle would have bound it.
+		binds := true
 		if len(pod.Spec.ResourceClaims) > 0 || requestsExtendedResource(pod) {
-			if err := awaitClaims(ctx, &claimWritesSeen, up, ours); err != nil {
-				t.Fatal(err)
-			}
-			if node := pick(want.Totals); node != "" {
-				assumed := pod.DeepCopy()
-				assumed.Spec.NodeName = node
-				if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+			if deallocated := "deallocation of ResourceClaim completed"; slices.Contains(want.PostFilter.Reasons, deallocated) && slices.Contains(got.PostFilter.Reasons, deallocated) {
+				aligned, err := alignDeallocations(ctx, up, ours, pod)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+				if aligned {
+					total.deallocationTies++
+				}
+			}
+			if node := pick(want.Totals); node != "" {
+				if binds, err = bindingCycle(ctx, up, ours, pod, node, want, got); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		total.pods++
 		total.outcomes[outcome(want)]++
+		if want.PreBind.Code != "" {
+			cause, _, _ := strings.Cut(strings.Join(want.PreBind.Reasons, ""), ":")
+			total.preBinds[strings.TrimSpace(want.PreBind.Code+" "+cause)]++
+		}
 		diffs := compare(want, got)
 		if want.Nominated != got.Nominated && want.Nominated != "" && got.Nominated != "" &&
 			victimsKey(want.Victims, bound) == victimsKey(got.Victims, bound) {
@@ -151,7 +173,7 @@ func runSeed(t *testing.T, seed uint64, total *tally) {
 			nominated[want.Nominated] = append(nominated[want.Nominated], retry)
 			queue = append(queue, retry)
 		}
-		if node := pick(want.Totals); node != "" {
+		if node := pick(want.Totals); node != "" && binds {
 			placed := pod.DeepCopy()
 			placed.Spec.NodeName = node
 			placed.Status.Phase = v1.PodRunning
@@ -185,6 +207,87 @@ func requestsExtendedResource(pod *v1.Pod) bool {
 	return false
 }
 
+// preBindTimeout bounds each side's PreBind: a device whose binding
+// conditions never come true (attachSlow) makes it wait for its context,
+// where kube-scheduler would wait for the binding timeout; the outcome,
+// a device binding timeout, is the same. It may be that short because
+// the simulated driver answers within the write of the allocation, and
+// PreBind checks the conditions once before it looks at its context.
+const preBindTimeout = 5 * time.Millisecond
+
+// bindingCycle runs, for pod placed on node, what the binding cycle does
+// with DynamicResources on both sides: Reserve, then, when it succeeded
+// on both, PreBindPreFlight and PreBind (Unreserve after a failure), and
+// records their statuses, the devices in use after Reserve and what the
+// claims hold afterwards in want and got. It reports whether
+// kube-scheduler would bind the pod.
+func bindingCycle(ctx context.Context, up, ours side, pod *v1.Pod, node string, want, got *result) (bool, error) {
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = node
+	var err error
+	if want.Reserve, want.Devices, err = up.reserve(ctx, assumed, node); err != nil {
+		return false, err
+	}
+	if got.Reserve, got.Devices, err = ours.reserve(ctx, assumed, node); err != nil {
+		return false, err
+	}
+	if want.Reserve.Code != "Success" || got.Reserve.Code != "Success" {
+		// As the scheduler does after a failed Reserve.
+		up.unreserve(ctx, assumed, node)
+		ours.unreserve(ctx, assumed, node)
+		return false, nil
+	}
+	for _, s := range []struct {
+		side side
+		res  *result
+	}{{up, want}, {ours, got}} {
+		preBindCtx, cancel := context.WithTimeout(ctx, preBindTimeout)
+		s.res.PreBindPreFlight, s.res.PreBind = s.side.preBind(preBindCtx, assumed, node)
+		cancel()
+		if s.res.Claims, err = claimWrites(ctx, s.side.clientset(), pod); err != nil {
+			return false, err
+		}
+	}
+	return want.PreBind.Code == "Success", nil
+}
+
+// alignDeallocations makes the claims of pod on profile-scheduler's side
+// hold what they hold on kube-scheduler's after both PostFilters
+// deallocated a claim: DynamicResources picks one at random among the
+// pod's claims unavailable on some node and not reserved, so with two
+// such claims the sides may pick different ones, as kube-scheduler
+// itself may from one run to the next. It reports whether they did.
+func alignDeallocations(ctx context.Context, up, ours side, pod *v1.Pod) (bool, error) {
+	want, err := claimWrites(ctx, up.clientset(), pod)
+	if err != nil {
+		return false, err
+	}
+	got, err := claimWrites(ctx, ours.clientset(), pod)
+	if err != nil {
+		return false, err
+	}
+	aligned := false
+	for name := range want {
+		if want[name] == got[name] {
+			continue
+		}
+		upstream, err := up.clientset().ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		claim, err := ours.clientset().ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		claim.Status = upstream.Status
+		if _, err := ours.clientset().ResourceV1().ResourceClaims(pod.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+		aligned = true
+	}
+	return aligned, nil
+}
+
 // awaitVictims waits for the background evictions of a preemption on
 // both sides: until both have deleted the same pods since the counts
 // before and beforeOurs, or 2 seconds.
@@ -199,8 +302,11 @@ func awaitVictims(up, ours side, before, beforeOurs int) (want, got []string) {
 	for {
 		want, got = since()
 		if (len(want) > 0 && slices.Equal(want, got)) || time.Now().After(deadline) {
-			// Let a straggler of either side arrive.
-			time.Sleep(20 * time.Millisecond)
+			// Let a straggler of either side arrive: the evictions of one
+			// preemption run in parallel, and under the race detector on
+			// a busy machine the last may come tens of milliseconds after
+			// the first.
+			time.Sleep(100 * time.Millisecond)
 			return since()
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -334,6 +440,10 @@ func compare(want, got *result) map[string]string {
 	check("victims", want.Victims, got.Victims)
 	check("reserve", want.Reserve, got.Reserve)
 	check("devices", want.Devices, got.Devices)
+	check("preenqueue", want.PreEnqueue, got.PreEnqueue)
+	check("prebind-preflight", want.PreBindPreFlight, got.PreBindPreFlight)
+	check("prebind", want.PreBind, got.PreBind)
+	check("claims", want.Claims, got.Claims)
 	return out
 }
 

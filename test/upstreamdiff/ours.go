@@ -7,12 +7,12 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -33,7 +33,6 @@ type oursSide struct {
 	snapshot  *oursLister
 	nominator *oursNominator
 	deletions deletions
-	claims    resourcelisters.ResourceClaimLister
 	dra       *dynamicresources.Manager
 	// state is the last cycle's, which reserve continues.
 	state  *framework.CycleState
@@ -65,7 +64,10 @@ type oursLister struct{ *cache.Snapshot }
 func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &oursSide{snapshot: &oursLister{cache.NewEmptySnapshot()}, nominator: &oursNominator{}, cancel: cancel}
-	s.client = newFakeClient(objs, &s.deletions)
+	s.client = newFakeClient(objs, &s.deletions, func(namespace, name string) bool {
+		_, err := s.claim(namespace, name)
+		return err == nil
+	})
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	// As the scheduler builds it, before its informers start.
 	dra, err := dynamicresources.NewManager(ctx, s.client, factory)
@@ -87,7 +89,6 @@ func newOursSide(ctx context.Context, objs []k8sruntime.Object) (*oursSide, erro
 		return nil, fmt.Errorf("building profile-scheduler's framework: %w", err)
 	}
 	s.fwk = f
-	s.claims = factory.Resource().V1().ResourceClaims().Lister()
 	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -123,11 +124,48 @@ func (s *oursSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nominati
 
 func (s *oursSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
 	v := oursVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	devices, err := s.devicesInUse()
+	return v, devices, err
+}
+
+func (s *oursSide) unreserve(ctx context.Context, pod *v1.Pod, node string) {
+	s.fwk.RunReservePluginsUnreserve(ctx, s.state, pod, node)
+}
+
+func (s *oursSide) devicesInUse() ([]string, error) {
 	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
 	if err != nil {
-		return v, nil, err
+		return nil, err
 	}
-	return v, devicesInUse(allocated), nil
+	return devicesInUse(allocated), nil
+}
+
+func (s *oursSide) preEnqueue(ctx context.Context, pod *v1.Pod) verdict {
+	for _, pl := range s.fwk.PreEnqueuePlugins() {
+		if st := pl.PreEnqueue(ctx, pod); !st.IsSuccess() {
+			return verdict{Code: st.Code().String(), Plugin: pl.Name(), Reasons: st.Reasons()}
+		}
+	}
+	return verdict{Code: framework.Success.String()}
+}
+
+func (s *oursSide) preBind(ctx context.Context, pod *v1.Pod, node string) (preFlight, preBind verdict) {
+	var pl framework.PreBindPlugin
+	for _, p := range s.fwk.PreEnqueuePlugins() {
+		if p.Name() == dynamicresources.Name {
+			pl = p.(framework.PreBindPlugin)
+		}
+	}
+	_, st := pl.PreBindPreFlight(ctx, s.state, pod, node)
+	preFlight = oursVerdict(st)
+	if !st.IsSuccess() {
+		return preFlight, verdict{}
+	}
+	st = pl.PreBind(ctx, s.state, pod, node)
+	if !st.IsSuccess() {
+		s.fwk.RunReservePluginsUnreserve(ctx, s.state, pod, node)
+	}
+	return preFlight, oursVerdict(st)
 }
 
 func (s *oursSide) bind(ctx context.Context, pod *v1.Pod) error {
@@ -139,7 +177,9 @@ func (s *oursSide) deleted() []string { return s.deletions.list() }
 
 func (s *oursSide) clientset() *fake.Clientset { return s.client }
 
-func (s *oursSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
+func (s *oursSide) claim(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	return s.dra.ResourceClaims().Get(namespace, name)
+}
 
 func (s *oursSide) close() {
 	s.cancel()

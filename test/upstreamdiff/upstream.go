@@ -7,13 +7,13 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
@@ -42,7 +42,6 @@ type upstreamSide struct {
 	snapshot  *upstreamLister
 	nominator *upstreamNominator
 	deletions deletions
-	claims    resourcelisters.ResourceClaimLister
 	dra       fwk.SharedDRAManager
 	// state is the last cycle's, which reserve continues.
 	state  *framework.CycleState
@@ -92,7 +91,10 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 	metrics.Register()
 	ctx, cancel := context.WithCancel(ctx)
 	s := &upstreamSide{snapshot: &upstreamLister{cache.NewEmptySnapshot()}, nominator: &upstreamNominator{}, cancel: cancel}
-	s.client = newFakeClient(objs, &s.deletions)
+	s.client = newFakeClient(objs, &s.deletions, func(namespace, name string) bool {
+		_, err := s.claim(namespace, name)
+		return err == nil
+	})
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	// As kube-scheduler's New wires it: NodeVolumeLimits reads CSINodes
 	// here, DynamicResources claims through an assume cache and slices
@@ -141,7 +143,6 @@ func newUpstreamSide(ctx context.Context, objs []k8sruntime.Object) (*upstreamSi
 		return nil, fmt.Errorf("building kube-scheduler's framework: %w", err)
 	}
 	s.fwk = f
-	s.claims = factory.Resource().V1().ResourceClaims().Lister()
 	s.dra = dra
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -163,11 +164,48 @@ func (s *upstreamSide) setState(pods []*v1.Pod, nodes []*v1.Node, nominated nomi
 
 func (s *upstreamSide) reserve(ctx context.Context, pod *v1.Pod, node string) (verdict, []string, error) {
 	v := upstreamVerdict(s.fwk.RunReservePluginsReserve(ctx, s.state, pod, node))
+	devices, err := s.devicesInUse()
+	return v, devices, err
+}
+
+func (s *upstreamSide) unreserve(ctx context.Context, pod *v1.Pod, node string) {
+	s.fwk.RunReservePluginsUnreserve(ctx, s.state, pod, node)
+}
+
+func (s *upstreamSide) devicesInUse() ([]string, error) {
 	allocated, err := s.dra.ResourceClaims().GatherAllocatedState()
 	if err != nil {
-		return v, nil, err
+		return nil, err
 	}
-	return v, devicesInUse(allocated), nil
+	return devicesInUse(allocated), nil
+}
+
+func (s *upstreamSide) preEnqueue(ctx context.Context, pod *v1.Pod) verdict {
+	for _, pl := range s.fwk.PreEnqueuePlugins() {
+		if st := pl.PreEnqueue(ctx, pod); !st.IsSuccess() {
+			return verdict{Code: st.Code().String(), Plugin: pl.Name(), Reasons: st.Reasons()}
+		}
+	}
+	return verdict{Code: fwk.Success.String()}
+}
+
+func (s *upstreamSide) preBind(ctx context.Context, pod *v1.Pod, node string) (preFlight, preBind verdict) {
+	var pl fwk.PreBindPlugin
+	for _, p := range s.fwk.PreEnqueuePlugins() {
+		if p.Name() == dynamicresources.Name {
+			pl = p.(fwk.PreBindPlugin)
+		}
+	}
+	_, st := pl.PreBindPreFlight(ctx, s.state, pod, node)
+	preFlight = upstreamVerdict(st)
+	if !st.IsSuccess() {
+		return preFlight, verdict{}
+	}
+	st = pl.PreBind(ctx, s.state, pod, node)
+	if !st.IsSuccess() {
+		s.fwk.RunReservePluginsUnreserve(ctx, s.state, pod, node)
+	}
+	return preFlight, upstreamVerdict(st)
 }
 
 func (s *upstreamSide) bind(ctx context.Context, pod *v1.Pod) error {
@@ -179,7 +217,9 @@ func (s *upstreamSide) deleted() []string { return s.deletions.list() }
 
 func (s *upstreamSide) clientset() *fake.Clientset { return s.client }
 
-func (s *upstreamSide) claimLister() resourcelisters.ResourceClaimLister { return s.claims }
+func (s *upstreamSide) claim(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	return s.dra.ResourceClaims().Get(namespace, name)
+}
 
 func (s *upstreamSide) close() { s.cancel() }
 

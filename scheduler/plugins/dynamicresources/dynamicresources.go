@@ -30,6 +30,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
@@ -906,19 +907,32 @@ func (pl *dynamicResources) PreBind(ctx context.Context, cs *framework.CycleStat
 	}
 
 	pl.fh.EventRecorder().WithLogger(logger).Eventf(pod, nil, v1.EventTypeNormal, "BindingConditionsPending", "Scheduling", "waiting for binding conditions for device on node %s", nodeName)
+	start := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, bindingConditionsPollInterval, pl.bindingTimeout, true,
 		func(ctx context.Context) (bool, error) {
 			return pl.isPodReadyForBinding(state)
 		})
+	waited := time.Since(start)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w: %w", ErrDeviceBindingTimeout, err)
 	}
+	outcome := metrics.BindingConditionsStatusSuccess
+	switch {
+	case err == nil:
+		logger.V(5).Info("BindingConditions is met", "pod", klog.KObj(pod), "node", nodeName, "devices", bindingConditionsFormatter{state, outcome})
+	case errors.Is(err, ErrDeviceBindingTimeout):
+		outcome = metrics.BindingConditionsStatusTimeout
+	case errors.Is(err, ErrDeviceBindingFailed):
+		outcome = metrics.BindingConditionsStatusFailed
+	default:
+		outcome = metrics.BindingConditionsStatusError
+	}
+	pl.recordBindingConditions(state, outcome, waited)
 	if err != nil {
 		// The next attempt's Filter sees the timeout or failure and
 		// PostFilter may deallocate.
-		return statusError(logger, err)
+		return statusError(logger, err, "devices", bindingConditionsFormatter{state, outcome})
 	}
-	logger.V(5).Info("BindingConditions is met", "pod", klog.KObj(pod), "node", nodeName)
 	return nil
 }
 

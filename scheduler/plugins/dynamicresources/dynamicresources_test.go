@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,11 +21,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
@@ -68,7 +74,9 @@ func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	}
 	snapshot := st.NewSnapshot(nil, nodes)
 	fwk := st.NewFramework(t, registry.New(map[string]runtime.Factory{Name: New}), st.PluginProfile(st.Plugin(Name, 2)), snapshot,
-		runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(m))
+		runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(m),
+		// PreBind records an event while it waits for binding conditions.
+		runtime.WithEventRecorder(&events.FakeRecorder{}))
 	return &env{client: client, manager: m, fwk: fwk, snapshot: snapshot}
 }
 
@@ -592,6 +600,85 @@ func TestTemplateClaimReleasesGatedPod(t *testing.T) {
 				addClaim()
 			}
 			waitFor("claim made and in the pod's status", queue.Summary{Active: 1})
+		})
+	}
+}
+
+// TestBindingConditionsMetrics: PreBind waits for the binding conditions
+// of an allocated device and counts the allocation and the wait by the
+// driver and how the wait ended, as upstream's
+// scheduler_dra_bindingconditions_allocations_total and
+// scheduler_dra_bindingconditions_wait_duration_seconds.
+func TestBindingConditionsMetrics(t *testing.T) {
+	const attached, attachFailed = "Attached", "AttachFailed"
+	for _, tc := range []struct {
+		name string
+		// condition is what the driver reports with the allocation.
+		condition metav1.Condition
+		outcome   string
+		wantErr   string
+	}{{
+		name:      "attached",
+		condition: metav1.Condition{Type: attached, Status: metav1.ConditionTrue, Reason: "Attached"},
+		outcome:   metrics.BindingConditionsStatusSuccess,
+	}, {
+		name:      "attach failed",
+		condition: metav1.Condition{Type: attachFailed, Status: metav1.ConditionTrue, Reason: "FabricError", Message: "no path"},
+		outcome:   metrics.BindingConditionsStatusFailed,
+		wantErr:   `device binding failed: claim=gpu, reason=FabricError, message="no path"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := slice("node-1", "gpu-0")
+			s.Spec.Devices[0].BindingConditions = []string{attached}
+			s.Spec.Devices[0].BindingFailureConditions = []string{attachFailed}
+			e := newEnv(t, []*v1.Node{node("node-1")}, class(className), claim("gpu", 1), s)
+			// The driver answers the allocation PreBind writes at once.
+			e.client.PrependReactor("update", "resourceclaims", func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+				c := action.(clienttesting.UpdateAction).GetObject().(*resourceapi.ResourceClaim)
+				if action.GetSubresource() == "status" && c.Status.Allocation != nil {
+					cond := tc.condition
+					cond.LastTransitionTime = metav1.Now()
+					c.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: driver, Pool: "node-1", Device: "gpu-0", Conditions: []metav1.Condition{cond}}}
+				}
+				return false, nil, nil
+			})
+			ctx := t.Context()
+			pod := podWithClaim("p", "gpu")
+			state := framework.NewCycleState()
+			if _, s, _ := e.fwk.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
+				t.Fatalf("PreFilter: %v", s)
+			}
+			ni, _ := e.snapshot.NodeInfos().Get("node-1")
+			if s := e.fwk.RunFilterPlugins(ctx, state, pod, ni); !s.IsSuccess() {
+				t.Fatalf("Filter: %v", s)
+			}
+			if s := e.fwk.RunReservePluginsReserve(ctx, state, pod, "node-1"); !s.IsSuccess() {
+				t.Fatalf("Reserve: %v", s)
+			}
+			if got := e.fwk.RunPreBindPlugins(ctx, state, pod, "node-1").AsError(); (got == nil) != (tc.wantErr == "") || (got != nil && !strings.Contains(got.Error(), tc.wantErr)) {
+				t.Errorf("PreBind = %v, want error %q", got, tc.wantErr)
+			}
+
+			m, profile := e.fwk.Metrics(), e.fwk.ProfileName()
+			if got := testutil.ToFloat64(m.DRABindingConditionsAllocations.WithLabelValues(profile, driver, tc.outcome)); got != 1 {
+				t.Errorf("scheduler_dra_bindingconditions_allocations_total{status=%q} = %v, want 1", tc.outcome, got)
+			}
+			if got := testutil.CollectAndCount(m.DRABindingConditionsAllocations); got != 1 {
+				t.Errorf("scheduler_dra_bindingconditions_allocations_total has %d series, want 1", got)
+			}
+			var waited dto.Metric
+			if err := m.DRABindingConditionsWaitDuration.WithLabelValues(profile, driver, tc.outcome).(prometheus.Histogram).Write(&waited); err != nil {
+				t.Fatal(err)
+			}
+			if got := waited.GetHistogram().GetSampleCount(); got != 1 {
+				t.Errorf("scheduler_dra_bindingconditions_wait_duration_seconds{status=%q} observed %d times, want 1", tc.outcome, got)
+			}
+
+			// A retired profile takes its series along.
+			m.DeleteProfile(profile)
+			if got := testutil.CollectAndCount(m.DRABindingConditionsAllocations) + testutil.CollectAndCount(m.DRABindingConditionsWaitDuration); got != 0 {
+				t.Errorf("%d binding-conditions series left after DeleteProfile, want none", got)
+			}
 		})
 	}
 }
