@@ -27,7 +27,7 @@ if [[ -z $missing ]]; then
 fi
 
 log() { echo ">> $*" >&2; }
-log "building$missing v$K8S_VERSION into $DEST (first build takes a few minutes)"
+log "building$missing v$K8S_VERSION into $DEST (the first build takes about 15 minutes on 2 cores)"
 mkdir -p "$DEST"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
