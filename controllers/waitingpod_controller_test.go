@@ -286,12 +286,12 @@ func TestDecidableCondition(t *testing.T) {
 func TestObservedStatusRemovesDecidableOnceResolved(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0", UID: "pod-uid"}}
 	rec := &record{pod: pod, profile: "p", node: "node-1", deadlines: map[string]time.Time{"Gang": time.Now()}, observed: true}
-	st := desiredStatus(rec, "", nil, time.Now())
+	st := desiredStatus(rec, "", heldDevices{}, time.Now())
 	if got := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodDecidable); got == nil || got.Status != metav1.ConditionFalse {
 		t.Fatalf("Decidable while held by Gang only = %+v, want False", got)
 	}
 	rec.written, rec.resolved, rec.deadlines = &st, true, nil
-	st = desiredStatus(rec, "", nil, time.Now())
+	st = desiredStatus(rec, "", heldDevices{}, time.Now())
 	if got := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodDecidable); got != nil {
 		t.Errorf("Decidable after the wait ended = %+v, want none", got)
 	}

@@ -154,6 +154,17 @@ type ClaimAllocations interface {
 	// GetPendingAllocation returns the allocation of a claim decided in
 	// Reserve and not written yet, or nil.
 	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+	// PendingExtendedResourceClaim returns the claim, in memory until
+	// PreBind creates it, whose allocation Reserve decided for the
+	// extended resources backed by DRA of the pod with podUID, or nil.
+	PendingExtendedResourceClaim(podUID types.UID) *resourceapi.ResourceClaim
+}
+
+// heldDevices are the devices a held pod would get: per claim it names,
+// and for its extended resources backed by DRA.
+type heldDevices struct {
+	claims   []schedulingv1alpha1.ClaimAllocation
+	extended []schedulingv1alpha1.AllocatedDevice
 }
 
 // NewWaitingPodMirror returns a mirror that writes with c, records on
@@ -488,7 +499,7 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 	if err != nil {
 		return err
 	}
-	want := desiredStatus(rec, group, m.claimsOf(ctx, rec), time.Now())
+	want := desiredStatus(rec, group, m.devicesOf(ctx, rec), time.Now())
 	if rec.written != nil && equality.Semantic.DeepEqual(*rec.written, want) {
 		if stale, err := olderThan(wp.ResourceVersion, rec.writtenVersion); err != nil || stale {
 			// The cache has not caught up with the last write; its event
@@ -607,20 +618,24 @@ func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string,
 	return name, nil
 }
 
-// claimsOf is, while the record's pod is held, the devices each of its
-// ResourceClaims would get, read from the scheduler's memory: the
+// devicesOf is, while the record's pod is held, the devices it would get,
+// read from the scheduler's memory: those set aside for its extended
+// resources backed by DRA, and for each of its ResourceClaims the
 // allocation made in Reserve for the pod, or the claim's own allocation
 // when it was allocated before (a claim shared with a running pod). Only
 // the pod's own claims are read, found as DynamicResources finds them: the
 // claim an entry names, or the one made from its template for this pod. A
 // claim not made yet, or without an allocation, is left out: it holds no
 // devices for the pod.
-func (m *WaitingPodMirror) claimsOf(ctx context.Context, rec *record) []schedulingv1alpha1.ClaimAllocation {
+func (m *WaitingPodMirror) devicesOf(ctx context.Context, rec *record) heldDevices {
 	if rec.pod == nil || !rec.observed || rec.resolved {
-		return nil
+		return heldDevices{}
 	}
 	pod := rec.pod
-	var claims []schedulingv1alpha1.ClaimAllocation
+	var held heldDevices
+	if claim := m.claims.PendingExtendedResourceClaim(pod.UID); claim != nil && claim.Status.Allocation != nil {
+		held.extended = allocatedDevices(claim.Status.Allocation)
+	}
 	for i := range pod.Spec.ResourceClaims {
 		podClaim := &pod.Spec.ResourceClaims[i]
 		name, mustCheckOwner, err := resourceclaim.Name(pod, podClaim)
@@ -645,13 +660,20 @@ func (m *WaitingPodMirror) claimsOf(ctx context.Context, rec *record) []scheduli
 		if allocation == nil {
 			continue
 		}
-		shown := schedulingv1alpha1.ClaimAllocation{Name: podClaim.Name, ResourceClaim: claim.Name}
-		for _, r := range allocation.Devices.Results {
-			shown.Devices = append(shown.Devices, schedulingv1alpha1.AllocatedDevice{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device})
-		}
-		claims = append(claims, shown)
+		held.claims = append(held.claims, schedulingv1alpha1.ClaimAllocation{
+			Name: podClaim.Name, ResourceClaim: claim.Name, Devices: allocatedDevices(allocation),
+		})
 	}
-	return claims
+	return held
+}
+
+// allocatedDevices are the devices of allocation, in its order.
+func allocatedDevices(allocation *resourceapi.AllocationResult) []schedulingv1alpha1.AllocatedDevice {
+	var out []schedulingv1alpha1.AllocatedDevice
+	for _, r := range allocation.Devices.Results {
+		out = append(out, schedulingv1alpha1.AllocatedDevice{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+	}
+	return out
 }
 
 // showOtherPod marks wp, a decided WaitingPod that names another pod than
@@ -808,9 +830,9 @@ func newWaitingPod(pod *corev1.Pod) *schedulingv1alpha1.WaitingPod {
 // desiredStatus is the status rec gives. It starts from the status last
 // written, so a condition that did not change keeps its transition time;
 // now stamps the ones that did.
-// group is the pod's PodGroup (podGroupOf), claims the devices its
-// ResourceClaims would get (claimsOf).
-func desiredStatus(rec *record, group string, claims []schedulingv1alpha1.ClaimAllocation, now time.Time) schedulingv1alpha1.WaitingPodStatus {
+// group is the pod's PodGroup (podGroupOf), held the devices it would get
+// (devicesOf).
+func desiredStatus(rec *record, group string, held heldDevices, now time.Time) schedulingv1alpha1.WaitingPodStatus {
 	st := schedulingv1alpha1.WaitingPodStatus{}
 	if rec.written != nil {
 		rec.written.DeepCopyInto(&st)
@@ -822,7 +844,7 @@ func desiredStatus(rec *record, group string, claims []schedulingv1alpha1.ClaimA
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	if rec.observed {
-		setObservedStatus(&st, rec, group, claims, set)
+		setObservedStatus(&st, rec, group, held, set)
 	}
 	if rec.decision != nil {
 		set(*rec.decision)
@@ -832,12 +854,13 @@ func desiredStatus(rec *record, group string, claims []schedulingv1alpha1.ClaimA
 
 // setObservedStatus writes the scheduler's observation in rec, the pod's
 // group and its claims' devices into st, setting conditions with set.
-func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, group string, claims []schedulingv1alpha1.ClaimAllocation, set func(metav1.Condition)) {
+func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, group string, held heldDevices, set func(metav1.Condition)) {
 	st.PodUID = rec.pod.UID
 	st.Profile = rec.profile
 	st.PodGroup = group
 	st.NodeName = rec.node
-	st.Claims = claims
+	st.Claims = held.claims
+	st.ExtendedResourceDevices = held.extended
 	st.PendingPlugins = nil
 	st.Plugins = ""
 	st.Expires = nil

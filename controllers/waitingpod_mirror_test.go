@@ -91,6 +91,9 @@ func (h coschedulingHolds) WaitingPodRunsPermit(uid types.UID, plugin string) bo
 type schedulerClaims struct {
 	claims  map[types.NamespacedName]*resourceapi.ResourceClaim
 	pending map[types.UID]*resourceapi.AllocationResult
+	// extended are the in-flight claims for extended resources backed by
+	// DRA, by pod UID.
+	extended map[types.UID]*resourceapi.ResourceClaim
 }
 
 func (c *schedulerClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
@@ -102,6 +105,10 @@ func (c *schedulerClaims) Get(namespace, name string) (*resourceapi.ResourceClai
 
 func (c *schedulerClaims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
 	return c.pending[uid]
+}
+
+func (c *schedulerClaims) PendingExtendedResourceClaim(podUID types.UID) *resourceapi.ResourceClaim {
+	return c.extended[podUID]
 }
 
 var trainKey = types.NamespacedName{Namespace: "ns", Name: "train-0"}
@@ -654,9 +661,22 @@ func TestMirrorShowsTheDevicesOfTheHeldPodsClaims(t *testing.T) {
 		"claim-of-another-pod": gpus("node-1", "gpus", "gpu-2", "gpu-3"),
 	}
 
+	// The claim for the pod's extended resources is in memory only.
+	f.claims.extended = map[types.UID]*resourceapi.ResourceClaim{
+		pod.UID:       {Status: resourceapi.ResourceClaimStatus{Allocation: gpus("node-1", "container-0-request-0", "gpu-4", "gpu-5")}},
+		"another-pod": {Status: resourceapi.ResourceClaimStatus{Allocation: gpus("node-1", "container-0-request-0", "gpu-6")}},
+	}
+
 	f.mirror.PodWaiting("gangs", held(pod))
 	f.sync(t)
 	f.sync(t)
+	wantExtended := []schedulingv1alpha1.AllocatedDevice{
+		{Request: "container-0-request-0", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-4"},
+		{Request: "container-0-request-0", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-5"},
+	}
+	if diff := cmp.Diff(wantExtended, f.get(t).Status.ExtendedResourceDevices); diff != "" {
+		t.Errorf("extended resource devices while held (-want +got):\n%s", diff)
+	}
 	want := []schedulingv1alpha1.ClaimAllocation{
 		{Name: "gpus", ResourceClaim: "train-0-gpus-x7k2p", Devices: []schedulingv1alpha1.AllocatedDevice{
 			{Request: "gpus", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0"},
@@ -676,5 +696,8 @@ func TestMirrorShowsTheDevicesOfTheHeldPodsClaims(t *testing.T) {
 	f.sync(t)
 	if got := f.get(t).Status.Claims; got != nil {
 		t.Errorf("claims once the wait ended = %v, want none", got)
+	}
+	if got := f.get(t).Status.ExtendedResourceDevices; got != nil {
+		t.Errorf("extended resource devices once the wait ended = %v, want none", got)
 	}
 }

@@ -149,6 +149,14 @@ type WaitingPodStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Claims []ClaimAllocation `json:"claims,omitempty"`
+	// ExtendedResourceDevices are, while the pod is held, the devices set
+	// aside for its extended resources backed by DRA (requests of a
+	// DeviceClass's extendedResourceName): the scheduler creates the
+	// ResourceClaim that holds them only if the pod is let through, so
+	// until then they are in no claim. Emptied once the wait ends.
+	// +optional
+	// +listType=atomic
+	ExtendedResourceDevices []AllocatedDevice `json:"extendedResourceDevices,omitempty"`
 	// Conditions: Waiting, Decidable, Approved, Rejected, Expired,
 	// PodMismatch.
 	// +optional

@@ -683,6 +683,11 @@ func (in *WaitingPodStatus) DeepCopyInto(out *WaitingPodStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ExtendedResourceDevices != nil {
+		in, out := &in.ExtendedResourceDevices, &out.ExtendedResourceDevices
+		*out = make([]AllocatedDevice, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

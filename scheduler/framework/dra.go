@@ -62,6 +62,10 @@ type ResourceClaimTracker interface {
 	SignalClaimPendingAllocation(claimUID types.UID, allocatedClaim *resourceapi.ResourceClaim) error
 	// GetPendingAllocation returns the in-flight allocation of a claim, or nil.
 	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+	// PendingExtendedResourceClaim returns the in-flight claim Reserve
+	// made for the extended resources backed by DRA of the pod with
+	// podUID, which PreBind has not created yet, or nil.
+	PendingExtendedResourceClaim(podUID types.UID) *resourceapi.ResourceClaim
 	// MaybeRemoveClaimPendingAllocation drops one user of an in-flight
 	// allocation, or all with forceRemove, and reports whether the
 	// allocation was removed.

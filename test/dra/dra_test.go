@@ -8,10 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
+	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 )
 
@@ -295,6 +297,40 @@ var _ = Describe("Dynamic Resource Allocation", func() {
 
 		Expect(c.Delete(ctx, pod)).To(Succeed())
 		Eventually(gone(ctx, claim)).Should(BeTrue(), "the garbage collector deletes the claim made for a deleted pod")
+	})
+
+	It("shows on a held pod's WaitingPod the devices set aside for its extended resource, which its claim then gets", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		gpuNode := createNodes(ctx, "gpu", 1, &gpus80)[0]
+		// Held at Permit until approved: no claim exists for it yet, but
+		// its WaitingPod shows its two GPUs.
+		pod := extendedResourcePod(ns, "legacy", 2)
+		pod.Spec.SchedulerName = approvalProfile
+		first := createPod(ctx, pod)
+		var shown []schedulingv1alpha1.AllocatedDevice
+		Eventually(func(g Gomega) {
+			wp := &schedulingv1alpha1.WaitingPod{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(first), wp)).To(Succeed())
+			shown = wp.Status.ExtendedResourceDevices
+			g.Expect(shown).To(HaveLen(2))
+		}).Should(Succeed())
+		for _, d := range shown {
+			Expect(d).To(And(HaveField("Request", "container-0-request-0"), HaveField("Pool", gpuNode)))
+		}
+		claims := &resourcev1.ResourceClaimList{}
+		Expect(c.List(ctx, claims, client.InNamespace(ns))).To(Succeed())
+		Expect(claims.Items).To(BeEmpty(), "the claim is created only once the pod is let through")
+
+		approve := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"decision":"Approve"}}`))
+		Expect(c.Patch(ctx, &schedulingv1alpha1.WaitingPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first.Name}}, approve)).To(Succeed())
+		first = running(ctx, first)
+		claim := &resourcev1.ResourceClaim{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: first.Status.ExtendedResourceClaimStatus.ResourceClaimName}, claim)).To(Succeed())
+		var got []schedulingv1alpha1.AllocatedDevice
+		for _, d := range allocatedDevices(claim) {
+			got = append(got, schedulingv1alpha1.AllocatedDevice{Request: d.Request, Driver: d.Driver, Pool: d.Pool, Device: d.Device})
+		}
+		Expect(got).To(Equal(shown), "the claim gets the devices the WaitingPod showed")
 	})
 
 	It("refuses an extended resource backed by DRA beyond what any node has, as upstream", func(ctx SpecContext) {

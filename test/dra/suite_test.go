@@ -42,12 +42,21 @@ import (
 // The profiles the suite's pods name: the default profile, and one that
 // runs Coscheduling for gangs.
 const (
-	defaultProfile = "dra"
-	gangProfile    = "dra-gangs"
+	defaultProfile  = "dra"
+	gangProfile     = "dra-gangs"
+	approvalProfile = "dra-approval"
 )
 
 var profileManifests = map[string]string{
 	defaultProfile: "metadata:\n  name: " + defaultProfile + "\nspec: {}\n",
+	approvalProfile: `metadata:
+  name: ` + approvalProfile + `
+spec:
+  plugins:
+    multiPoint:
+      enabled:
+      - name: ManualApproval
+`,
 	gangProfile: `metadata:
   name: ` + gangProfile + `
 spec:

@@ -8,6 +8,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -281,6 +282,21 @@ func (c *claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, for
 	c.inFlightAllocations[claimUID] = inFlight
 	c.logger.V(5).Info("Claim is still shared by other pods, not removing in-flight claim", "claim", klog.KObj(claim), "uid", claimUID, "version", claim.ResourceVersion, "sharers", inFlight.sharers)
 	return false
+}
+
+func (c *claimTracker) PendingExtendedResourceClaim(podUID types.UID) *resourceapi.ResourceClaim {
+	c.inFlightMutex.RLock()
+	defer c.inFlightMutex.RUnlock()
+	for _, inFlight := range c.inFlightAllocations {
+		claim := inFlight.claim
+		if claim == nil || claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
+			continue
+		}
+		if owner := metav1.GetControllerOfNoCopy(claim); owner != nil && owner.UID == podUID {
+			return claim
+		}
+	}
+	return nil
 }
 
 func (c *claimTracker) Get(namespace, claimName string) (*resourceapi.ResourceClaim, error) {
