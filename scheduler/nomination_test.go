@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
@@ -34,7 +35,7 @@ func (holdingPermit) Permit(_ context.Context, _ *framework.CycleState, p *v1.Po
 }
 
 // nominatedNodes returns the nominated nodes the pod's status was patched
-// with, in order.
+// with, in order; a patch clearing it gives "".
 func nominatedNodes(t *testing.T, cs *fake.Clientset, pod string) []string {
 	t.Helper()
 	var out []string
@@ -43,12 +44,18 @@ func nominatedNodes(t *testing.T, cs *fake.Clientset, pod string) []string {
 		if !ok || p.GetSubresource() != "status" || p.GetName() != pod {
 			continue
 		}
-		var patched v1.Pod
+		var patched struct {
+			Status map[string]json.RawMessage `json:"status"`
+		}
 		if err := json.Unmarshal(p.GetPatch(), &patched); err != nil {
 			t.Fatalf("patch of %s: %v", pod, err)
 		}
-		if patched.Status.NominatedNodeName != "" {
-			out = append(out, patched.Status.NominatedNodeName)
+		if raw, ok := patched.Status["nominatedNodeName"]; ok {
+			var node *string
+			if err := json.Unmarshal(raw, &node); err != nil {
+				t.Fatalf("patch of %s: %v", pod, err)
+			}
+			out = append(out, ptr.Deref(node, ""))
 		}
 	}
 	return out
@@ -63,11 +70,18 @@ func TestNominatedNodeNameForExpectation(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
+		reject bool
 		want   []string
 	}{{
 		name:   "waits at Permit",
 		labels: map[string]string{"permit": ""},
 		want:   []string{"node-1"},
+	}, {
+		// The failure clears the nomination, as upstream's does.
+		name:   "rejected at Permit",
+		labels: map[string]string{"permit": ""},
+		reject: true,
+		want:   []string{"node-1", ""},
 	}, {
 		name:   "PreBind has work",
 		labels: map[string]string{"prebind": "context"},
@@ -105,11 +119,58 @@ func TestNominatedNodeNameForExpectation(t *testing.T) {
 			case tc.labels != nil:
 				poll(t, "the pod to wait at Permit", func() bool { return fwk.GetWaitingPod(pod.UID) != nil })
 				poll(t, "the nomination", func() bool { return len(nominatedNodes(t, cs, "pod")) != 0 })
+				if tc.reject {
+					fwk.GetWaitingPod(pod.UID).Reject(holdingPermitName, "no")
+					poll(t, "the nomination to be cleared", func() bool { return len(nominatedNodes(t, cs, "pod")) == 2 })
+					break
+				}
 				fwk.GetWaitingPod(pod.UID).Allow(holdingPermitName)
 			}
-			poll(t, "the pod to be bound", func() bool { return boundTo(cs, "pod") == "node-1" })
+			if !tc.reject {
+				poll(t, "the pod to be bound", func() bool { return boundTo(cs, "pod") == "node-1" })
+			}
 			if diff := cmp.Diff(tc.want, nominatedNodes(t, cs, "pod")); diff != "" {
 				t.Errorf("nominated nodes patched (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusUpdateOver: a pending status update of a pod takes what a
+// newer one leaves unsaid, so that the binding cycle's nomination (no
+// condition) does not drop the condition a failure asked for just before,
+// nor the reverse; an update for another pod of the name takes nothing.
+func TestStatusUpdateOver(t *testing.T) {
+	cond := &v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}
+	nominate := &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: "node-1"}
+	for _, tc := range []struct {
+		name         string
+		newer, older statusUpdate
+		want         statusUpdate
+	}{{
+		name:  "a nomination keeps the pending condition",
+		newer: statusUpdate{uid: "a", nominatingInfo: nominate},
+		older: statusUpdate{uid: "a", condition: cond, nominatingInfo: clearNominatedNode},
+		want:  statusUpdate{uid: "a", condition: cond, nominatingInfo: nominate},
+	}, {
+		name:  "a condition without a nomination keeps the pending nomination",
+		newer: statusUpdate{uid: "a", condition: cond},
+		older: statusUpdate{uid: "a", nominatingInfo: nominate},
+		want:  statusUpdate{uid: "a", condition: cond, nominatingInfo: nominate},
+	}, {
+		name:  "a clear overrides the pending nomination",
+		newer: statusUpdate{uid: "a", condition: cond, nominatingInfo: clearNominatedNode},
+		older: statusUpdate{uid: "a", nominatingInfo: nominate},
+		want:  statusUpdate{uid: "a", condition: cond, nominatingInfo: clearNominatedNode},
+	}, {
+		name:  "another pod of the name",
+		newer: statusUpdate{uid: "b", nominatingInfo: nominate},
+		older: statusUpdate{uid: "a", condition: cond},
+		want:  statusUpdate{uid: "b", nominatingInfo: nominate},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.newer.over(tc.older), cmp.AllowUnexported(statusUpdate{})); diff != "" {
+				t.Errorf("over (-want +got):\n%s", diff)
 			}
 		})
 	}

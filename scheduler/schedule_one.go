@@ -466,12 +466,18 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	// default): when the pod will wait at Permit or a PreBind plugin has
 	// work for it, its status names the node it is about to bind to, so
 	// that other components (a cluster autoscaler) count it there.
-	// A failed PreFlight fails the cycle only after the wait at Permit
-	// (upstream fails it before, but then leaves the pod registered as
-	// waiting, which here would leave its WaitingPod behind).
 	preFlight := fwk.RunPreBindPreFlights(context.WithoutCancel(ctx), state, assumedPod, host)
-	preFlightFailed := preFlight.Code() == framework.Error || preFlight.IsRejected()
-	if !preFlightFailed && (preFlight.IsSuccess() || fwk.WillWaitOnPermit(ctx, assumedPod)) {
+	if preFlight.Code() == framework.Error || preFlight.IsRejected() {
+		// Fails at once, as upstream's does; a pod about to wait at
+		// Permit is let go first (upstream leaves it registered as
+		// waiting, which here would leave its WaitingPod behind).
+		if wp := fwk.GetWaitingPod(assumedPod.UID); wp != nil {
+			wp.Reject(preFlight.Plugin(), preFlight.Message())
+			fwk.WaitOnPermit(ctx, assumedPod)
+		}
+		return preFlight
+	}
+	if preFlight.IsSuccess() || fwk.WillWaitOnPermit(ctx, assumedPod) {
 		s.status.update(assumedPod, nil, &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: host})
 	}
 
@@ -497,9 +503,6 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	// backoff, so events need no longer be recorded for it.
 	s.queue.Done(assumedPod.UID)
 
-	if preFlightFailed {
-		return preFlight
-	}
 	bindCtx := context.WithoutCancel(ctx)
 	if preFlight.IsSuccess() {
 		// A PreBind plugin has work for the pod (it may wait for volumes a
