@@ -69,9 +69,14 @@ type draExtendedResource struct {
 
 // findExtendedResourceClaim returns the special claim of pod among claims
 // (all claims in the cluster): annotated as such and controlled by the pod.
+// Unlike upstream's, it looks only in the pod's namespace, where the claim
+// is always created and where alone an owner reference can name the pod:
+// otherwise anyone who may create claims in some namespace could plant one
+// naming a pod of another, which Filter would then refuse on every node
+// and PostFilter delete, again and again.
 func findExtendedResourceClaim(pod *v1.Pod, claims []*resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 	for _, c := range claims {
-		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
+		if c.Namespace != pod.Namespace || c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
 			continue
 		}
 		for _, or := range c.OwnerReferences {

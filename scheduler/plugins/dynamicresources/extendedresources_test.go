@@ -343,7 +343,7 @@ func TestExtendedResourceClaimLifecycle(t *testing.T) {
 }
 
 // TestFindExtendedResourceClaim: the special claim is the one annotated
-// as such and controlled by the pod.
+// as such and controlled by the pod, in the pod's namespace.
 func TestFindExtendedResourceClaim(t *testing.T) {
 	pod := extendedResourcePod("p", nil)
 	own := staleClaim(pod)
@@ -353,11 +353,13 @@ func TestFindExtendedResourceClaim(t *testing.T) {
 	otherPod.OwnerReferences[0].UID = "other-uid"
 	notAnnotated := own.DeepCopy()
 	notAnnotated.Annotations = nil
+	planted := own.DeepCopy()
+	planted.Namespace = "elsewhere"
 	tests := []struct {
 		claims []*resourceapi.ResourceClaim
 		want   *resourceapi.ResourceClaim
 	}{
-		{claims: []*resourceapi.ResourceClaim{notController, otherPod, notAnnotated}},
+		{claims: []*resourceapi.ResourceClaim{notController, otherPod, notAnnotated, planted}},
 		{claims: []*resourceapi.ResourceClaim{notAnnotated, own}, want: own},
 	}
 	for i, tt := range tests {
