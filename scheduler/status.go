@@ -32,10 +32,10 @@ type statusUpdate struct {
 	nominatingInfo *framework.NominatingInfo
 }
 
-// over is u with what it leaves unsaid taken from older, an update for
-// the same pod not sent yet: the binding cycle's nomination (no condition)
-// must not drop the condition a scheduling failure just asked for, nor a
-// condition the nomination.
+// over is u with what it leaves unsaid taken from older, an update of the
+// same pod not sent yet: neither the binding cycle's nomination (no
+// condition) nor a condition without a nomination drops what the other
+// asked for.
 func (u statusUpdate) over(older statusUpdate) statusUpdate {
 	if u.uid != older.uid {
 		return u
@@ -50,10 +50,10 @@ func (u statusUpdate) over(older statusUpdate) statusUpdate {
 }
 
 // statusUpdater patches pod status off the scheduling loop. Updates are
-// coalesced per pod (what the latest says wins) and compared, when they are sent,
-// with the pod as the informer has it then: nothing is sent when the
-// status already says it, or when the pod was bound, deleted or recreated
-// in the meantime.
+// coalesced per pod (what the latest says wins, see over) and compared,
+// when they are sent, with the pod as the informer has it then: nothing is
+// sent when the status already says it, or when the pod was bound, deleted
+// or recreated in the meantime.
 type statusUpdater struct {
 	client    clientset.Interface
 	podLister listersv1.PodLister
