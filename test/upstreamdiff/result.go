@@ -266,7 +266,17 @@ func claimWrites(ctx context.Context, client *fake.Clientset, pod *v1.Pod) (map[
 			return nil, err
 		}
 		out["pod's extendedResourceClaimStatus"] = string(text)
-		names = append(names, ext.ResourceClaimName)
+	}
+	// Every claim made for the pod's extended resources, named in its
+	// status or not: one that Unreserve failed to delete shows too.
+	all, err := client.ResourceV1().ResourceClaims(pod.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range all.Items {
+		if owner := metav1.GetControllerOfNoCopy(&c); c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && owner != nil && owner.UID == pod.UID {
+			names = append(names, c.Name)
+		}
 	}
 	for _, name := range names {
 		claim, err := client.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
