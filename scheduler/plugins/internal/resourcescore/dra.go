@@ -38,7 +38,7 @@ type DRA struct {
 // informer stores, where a change replaces the object: a pair seen before
 // has the same answer. Upstream caches by device name and expression
 // instead, which keeps a stale answer when a device's attributes change.
-// Only pairs of current slices are kept.
+// Only pairs of current slices and classes are kept.
 type MatchCache struct {
 	celCache *cel.Cache
 	// mutex guards matches, read and written by parallel Score calls and
@@ -58,8 +58,9 @@ func NewMatchCache() *MatchCache {
 	return &MatchCache{celCache: cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}), matches: map[matchKey][]bool{}}
 }
 
-// prune forgets the pairs of slices no longer listed.
-func (c *MatchCache) prune(slices []*resourceapi.ResourceSlice) {
+// prune forgets the pairs of slices no longer listed or of classes no
+// longer current (a changed DeviceClass is a new object).
+func (c *MatchCache) prune(slices []*resourceapi.ResourceSlice, classes map[*resourceapi.DeviceClass]bool) {
 	current := make(map[*resourceapi.ResourceSlice]bool, len(slices))
 	for _, s := range slices {
 		current[s] = true
@@ -67,7 +68,7 @@ func (c *MatchCache) prune(slices []*resourceapi.ResourceSlice) {
 	c.mutex.Lock()
 	defer c.mutex.Unlock()
 	for k := range c.matches {
-		if !current[k.slice] {
+		if !current[k.slice] || !classes[k.class] {
 			delete(c.matches, k)
 		}
 	}
@@ -105,14 +106,16 @@ func NewDRA(m framework.SharedDRAManager, resources []Resource, matches *MatchCa
 		return nil, nil
 	}
 	resolver := m.DeviceClassResolver()
-	anyBackedByDRA := false
+	classes := map[*resourceapi.DeviceClass]bool{}
 	for i := range resources {
-		if framework.IsDRAExtendedResourceName(resources[i].Name) && resolver.GetDeviceClass(resources[i].Name) != nil {
-			anyBackedByDRA = true
-			break
+		if !framework.IsDRAExtendedResourceName(resources[i].Name) {
+			continue
+		}
+		if class := resolver.GetDeviceClass(resources[i].Name); class != nil {
+			classes[class] = true
 		}
 	}
-	if !anyBackedByDRA {
+	if len(classes) == 0 {
 		return nil, nil
 	}
 	allocated, err := m.ResourceClaims().GatherAllocatedState()
@@ -123,7 +126,7 @@ func NewDRA(m framework.SharedDRAManager, resources []Resource, matches *MatchCa
 	if err != nil {
 		return nil, err
 	}
-	matches.prune(slices)
+	matches.prune(slices, classes)
 	d := &DRA{resolver: resolver, allocated: allocated, matches: matches, byNode: map[string][]*resourceapi.ResourceSlice{}}
 	for _, slice := range slices {
 		if name := ptr.Deref(slice.Spec.NodeName, ""); name != "" && !ptr.Deref(slice.Spec.PerDeviceNodeSelection, false) && !ptr.Deref(slice.Spec.AllNodes, false) && slice.Spec.NodeSelector == nil {
