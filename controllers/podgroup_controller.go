@@ -33,6 +33,7 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // podGroupIndex indexes the member informer by "namespace/group": a group's
@@ -182,10 +183,8 @@ const podGroupWorkers = 4
 // reconciles a group when the PodGroup or one of its members changes, and
 // when the scheduler reports on a member's wait at Permit.
 func (r *PodGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if _, ok := r.members.GetIndexer().GetIndexers()[podGroupIndex]; !ok {
-		if err := r.members.AddIndexers(toolscache.Indexers{podGroupIndex: indexByPodGroup}); err != nil {
-			return fmt.Errorf("indexing PodGroup members by group: %w", err)
-		}
+	if _, err := helper.AddIndex(r.members, podGroupIndex, indexByPodGroup); err != nil {
+		return fmt.Errorf("indexing PodGroup members by group: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&podgroupv1alpha1.PodGroup{}).

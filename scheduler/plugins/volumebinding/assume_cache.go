@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/internal/assumecache"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // storageClassIndex indexes PVs by storage class, so that matching a claim
@@ -26,19 +27,15 @@ type pvCache struct {
 }
 
 func newPVCache(logger klog.Logger, inf cache.SharedIndexInformer) (*pvCache, error) {
-	indexed := true
-	if inf.GetIndexer().GetIndexers()[storageClassIndex] == nil {
-		err := inf.AddIndexers(cache.Indexers{storageClassIndex: func(obj any) ([]string, error) {
-			pv, ok := obj.(*v1.PersistentVolume)
-			if !ok {
-				return nil, fmt.Errorf("want a PersistentVolume, got %T", obj)
-			}
-			return []string{storagehelpers.GetPersistentVolumeClass(pv)}, nil
-		}})
-		if err != nil {
-			logger.V(2).Info("Cannot index PersistentVolumes by storage class; listing them all", "err", err)
-			indexed = false
+	indexed, err := helper.AddIndex(inf, storageClassIndex, func(obj any) ([]string, error) {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok {
+			return nil, fmt.Errorf("want a PersistentVolume, got %T", obj)
 		}
+		return []string{storagehelpers.GetPersistentVolumeClass(pv)}, nil
+	})
+	if !indexed {
+		logger.V(2).Info("Cannot index PersistentVolumes by storage class; listing them all", "err", err)
 	}
 	c, err := assumecache.New[*v1.PersistentVolume](klog.LoggerWithName(logger, "pv-cache"), inf, schema.GroupResource{Resource: "persistentvolumes"})
 	if err != nil {
