@@ -2,7 +2,6 @@ package dynamicresources
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -325,13 +324,16 @@ func (c *claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
 	return c.cache.List(), nil
 }
 
-// errClaimTrackerConcurrentModification is returned when
-// GatherAllocatedState must be retried, because of this rare race while a
-// claim is in flight: the allocated devices are read (claim not there yet);
-// PreBind removes the claim from the in-flight claims and assumes it; the
-// in-flight claims are read (claim not there anymore). A change of the
-// allocated devices' revision in between tells.
-var errClaimTrackerConcurrentModification = errors.New("conflicting concurrent modification")
+// concurrentModificationError is returned when GatherAllocatedState must
+// be retried, because of this rare race while a claim is in flight: the
+// allocated devices are read (claim not there yet); PreBind removes the
+// claim from the in-flight claims and assumes it; the in-flight claims are
+// read (claim not there anymore). A change of the allocated devices'
+// revision in between tells. A type rather than a package variable: its
+// values are equal, so errors.Is finds it.
+type concurrentModificationError struct{}
+
+func (concurrentModificationError) Error() string { return "conflicting concurrent modification" }
 
 // GatherAllocatedState returns the devices, shared devices and consumed
 // capacity in use, from the claims the cache shows and the in-flight
@@ -341,7 +343,7 @@ func (c *claimTracker) GatherAllocatedState() (*structured.AllocatedState, error
 	allocatedSharedDeviceIDs, revision2 := c.allocatedDevices.GetSharedDeviceIDs()
 	aggregatedCapacity, revision3 := c.allocatedDevices.Capacities()
 	if revision1 != revision2 || revision2 != revision3 {
-		return nil, errClaimTrackerConcurrentModification
+		return nil, concurrentModificationError{}
 	}
 
 	c.inFlightMutex.RLock()
@@ -364,7 +366,7 @@ func (c *claimTracker) GatherAllocatedState() (*structured.AllocatedState, error
 	c.inFlightMutex.RUnlock()
 
 	if revision1 != c.allocatedDevices.Revision() {
-		return nil, errClaimTrackerConcurrentModification
+		return nil, concurrentModificationError{}
 	}
 	return &structured.AllocatedState{
 		AllocatedDevices:         allocated,

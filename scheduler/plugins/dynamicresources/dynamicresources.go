@@ -439,7 +439,7 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 		var allocatedState *structured.AllocatedState
 		err = wait.PollUntilContextTimeout(ctx, time.Microsecond, 5*time.Second, true /* immediate */, func(context.Context) (bool, error) {
 			allocatedState, err = pl.draManager.ResourceClaims().GatherAllocatedState()
-			if errors.Is(err, errClaimTrackerConcurrentModification) {
+			if errors.Is(err, concurrentModificationError{}) {
 				logger.V(6).Info("Conflicting modification during GatherAllocatedState, trying again")
 				return false, nil
 			}
