@@ -37,6 +37,8 @@ func Validate(ctx context.Context, args []string, s Streams) int {
 	var vf operator.ValidationFlags
 	vf.AddFlags(fs)
 	namespace := fs.String("namespace", defaultNamespace, "The operator's namespace, where extenders' TLS Secrets live, for messages.")
+	var in input
+	in.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -52,10 +54,13 @@ func Validate(ctx context.Context, args []string, s Streams) int {
 		_, _ = fmt.Fprintf(s.Err, "validate: %v\n", err)
 		return ExitUsage
 	}
-	docs, err := readDocuments(fs.Args(), s.In)
+	docs, skipped, err := in.readDocuments(fs.Args(), s.In)
 	if err != nil {
 		_, _ = fmt.Fprintf(s.Err, "validate: %v\n", err)
 		return ExitUsage
+	}
+	for _, p := range skipped {
+		_, _ = fmt.Fprintf(s.Err, "validate: %s: skipped: not a regular file\n", p)
 	}
 	var sum summary
 	for _, d := range docs {
