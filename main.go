@@ -219,7 +219,10 @@ func run(o options) error {
 		// closes once the Lease has not been renewed within the renew
 		// deadline: a leader paused past its Lease writes nothing when it
 		// resumes.
-		fence := operator.NewLeaseFence(o.renewDeadline, clock.RealClock{})
+		fence, err := operator.NewLeaseFence(cfg, o.renewDeadline, clock.RealClock{})
+		if err != nil {
+			return err
+		}
 		mgrOpts.LeaderElectionConfig = rest.CopyConfig(cfg)
 		mgrOpts.LeaderElectionConfig.Wrap(fence.ObserveRenewals)
 		cfg.Wrap(fence.Guard)
