@@ -20,8 +20,10 @@ import (
 const validateUsage = `Usage: profile-scheduler validate [flags] PATH...
 
 Checks every SchedulingProfile in the files, directories (searched for
-*.yaml, *.yml and *.json, skipping those whose names begin with a dot) and
-standard input ("-") given, as the API server and the operator would: strict
+regular files named *.yaml, *.yml and *.json, skipping directories whose
+names begin with a dot; symbolic links and other special files are skipped
+and named) and standard input ("-") given, each read up to --max-file-bytes,
+as the API server and the operator would: strict
 decoding, the CRD's schema and rules, then the profile built with the
 operator's plugins. Documents of other kinds are skipped. Prints one line per
 finding, FILE:DOCUMENT: PROFILE: REASON, and exits 1 when there is any, 2 when
