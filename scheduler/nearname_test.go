@@ -9,8 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 	v1 "k8s.io/api/core/v1"
+
+	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 )
 
 func TestClosestName(t *testing.T) {
