@@ -8,8 +8,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -101,10 +103,11 @@ func main() {
 			os.Exit(cli.Convert(context.Background(), os.Args[2:], s))
 		}
 	}
-	flag.Usage = func() {
-		fmt.Fprint(flag.CommandLine.Output(), cli.Usage)
-		flag.PrintDefaults()
-	}
+	// Help and mistakes in flags are reported by parseFlags rather than
+	// by the flag package, so that help asked for goes to standard output
+	// with exit code 0.
+	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
+	flag.Usage = func() {}
 	o := options{featureGates: scheduler.NewFeatureGate()}
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
@@ -132,7 +135,9 @@ func main() {
 	flag.Func("feature-gates", "Comma-separated key=value pairs of kube-scheduler feature gates, as kube-scheduler's flag; only these may be set (AllBeta sets OpportunisticBatching unless it is given; AllAlpha sets nothing, no alpha gate is settable), any other name is refused and the other gates keep kube-scheduler 1.37's defaults:\n"+strings.Join(o.featureGates.KnownFeatures(), "\n"), o.featureGates.Set)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
+	if code, stop := parseFlags(os.Args[1:]); stop {
+		os.Exit(code)
+	}
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)
@@ -143,6 +148,32 @@ func main() {
 		setupLog.Error(err, "Operator stopped")
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses the operator's flags. It says whether to stop, with
+// which exit code, instead of running the operator: help was asked for
+// (-h, --help or help), or the command line is wrong. An argument that is
+// not a flag is no subcommand, and would otherwise start the operator.
+func parseFlags(args []string) (code int, stop bool) {
+	usage := func(w io.Writer) {
+		flag.CommandLine.SetOutput(w)
+		fmt.Fprint(w, cli.Usage)
+		flag.PrintDefaults()
+	}
+	err := flag.CommandLine.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp) || (err == nil && flag.Arg(0) == "help"):
+		usage(os.Stdout)
+		return 0, true
+	case err != nil:
+		// The flag package has printed the error.
+		usage(os.Stderr)
+		return cli.ExitUsage, true
+	case flag.NArg() > 0:
+		fmt.Fprintf(os.Stderr, "profile-scheduler: unknown command %q: the subcommands are validate, convert and help\n", flag.Arg(0))
+		return cli.ExitUsage, true
+	}
+	return 0, false
 }
 
 func run(o options) error {
@@ -188,7 +219,10 @@ func run(o options) error {
 		// closes once the Lease has not been renewed within the renew
 		// deadline: a leader paused past its Lease writes nothing when it
 		// resumes.
-		fence := operator.NewLeaseFence(o.renewDeadline, clock.RealClock{})
+		fence, err := operator.NewLeaseFence(cfg, o.renewDeadline, clock.RealClock{})
+		if err != nil {
+			return err
+		}
 		mgrOpts.LeaderElectionConfig = rest.CopyConfig(cfg)
 		mgrOpts.LeaderElectionConfig.Wrap(fence.ObserveRenewals)
 		cfg.Wrap(fence.Guard)

@@ -33,10 +33,26 @@ func TestSubcommands(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 	}
 
-	t.Run("-h lists the subcommands", func(t *testing.T) {
-		code, _, help := run("", "-h")
-		if code != 0 || !strings.Contains(help, "profile-scheduler validate [flags] PATH...") || !strings.Contains(help, "profile-scheduler convert [flags] FILE") || !strings.Contains(help, "-leader-elect") {
-			t.Errorf("exit code %d, help:\n%s", code, help)
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}, {"--leader-elect", "help"}} {
+		t.Run(strings.Join(args, " ")+" prints the usage", func(t *testing.T) {
+			code, help, errs := run("", args...)
+			if code != 0 || errs != "" || !strings.Contains(help, "profile-scheduler validate [flags] PATH...") || !strings.Contains(help, "profile-scheduler convert [flags] FILE") || !strings.Contains(help, "-leader-elect") {
+				t.Errorf("exit code %d, standard error %q, help:\n%s", code, errs, help)
+			}
+		})
+	}
+
+	t.Run("an unknown command starts nothing", func(t *testing.T) {
+		code, out, errs := run("", "hepl")
+		if want := "profile-scheduler: unknown command \"hepl\": the subcommands are validate, convert and help\n"; code != 2 || out != "" || errs != want {
+			t.Errorf("exit code %d, output %q, standard error %q", code, out, errs)
+		}
+	})
+
+	t.Run("a bad flag starts nothing", func(t *testing.T) {
+		code, _, errs := run("", "--no-such-flag")
+		if code != 2 || !strings.HasPrefix(errs, "flag provided but not defined: -no-such-flag\nUsage:") {
+			t.Errorf("exit code %d, standard error %q", code, errs)
 		}
 	})
 

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,9 +49,11 @@ func attemptsLabel(attempts int) string {
 //
 // It also warns, with one NoProfile event per pod, about a pod left
 // unserved for the warning delay, but only when its schedulerName is one
-// of the operator's own: a profile served it since the process started, or
-// it has one of the own prefixes. Pods of the cluster's other schedulers
-// are none of its business.
+// of the operator's own: a profile served it since the process started, it
+// has one of the own prefixes, or it is a likely typo of a served name
+// (closestName), which the event suggests. Pods of the cluster's other
+// schedulers are none of its business, and a reserved name is never a
+// typo.
 type unservedPods struct {
 	gauge       *prometheus.GaugeVec
 	served      func(schedulerName string) bool
@@ -67,6 +70,11 @@ type unservedPods struct {
 	// own holds the names a profile served since the process started.
 	// It only grows, by at most one name per profile ever published.
 	own sets.Set[string]
+	// near caches, per pending schedulerName, the served name it is a
+	// likely typo of ("" for none), as long as the served names are
+	// nearFor: the names are compared once, not at every warning round.
+	near    map[string]string
+	nearFor []string
 }
 
 // unservedPod is what the warning needs of a pending pod. The set of them
@@ -86,6 +94,7 @@ func newUnservedPods(gauge *prometheus.GaugeVec, served func(string) bool, reser
 		ownPrefixes: ownPrefixes,
 		pending:     map[string]map[types.UID]*unservedPod{},
 		own:         sets.New[string](),
+		near:        map[string]string{},
 	}
 }
 
@@ -120,6 +129,7 @@ func (u *unservedPods) remove(pod *v1.Pod) {
 	delete(pods, pod.UID)
 	if len(pods) == 0 {
 		delete(u.pending, name)
+		delete(u.near, name)
 	}
 	u.refreshLocked(name)
 }
@@ -175,24 +185,44 @@ func (u *unservedPods) isOwnLocked(name string) bool {
 	return u.own.Has(name) || slices.ContainsFunc(u.ownPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
-// due returns the pods of own names that no profile served for delay
-// since they were first seen, and marks them warned: each is returned
-// once in its life.
-func (u *unservedPods) due(now time.Time, delay time.Duration) []*v1.Pod {
+// unservedWarning is a pod to warn about, with the served name its
+// schedulerName is a likely typo of, if any.
+type unservedWarning struct {
+	pod        *v1.Pod
+	suggestion string
+}
+
+// due returns the pods of own names, and of names close to one of served
+// (the served names, sorted), that no profile served for delay since they
+// were first seen, and marks them warned: each is returned once in its
+// life.
+func (u *unservedPods) due(now time.Time, delay time.Duration, served []string) []unservedWarning {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.exported {
 		return nil
 	}
-	var due []*v1.Pod
+	if !slices.Equal(u.nearFor, served) {
+		clear(u.near)
+		u.nearFor = served
+	}
+	var due []unservedWarning
 	for name, pods := range u.pending {
-		if !u.isOwnLocked(name) || u.served(name) {
+		if u.reserved.Has(name) || u.served(name) {
+			continue
+		}
+		suggestion, ok := u.near[name]
+		if !ok {
+			suggestion = closestName(name, served)
+			u.near[name] = suggestion
+		}
+		if suggestion == "" && !u.isOwnLocked(name) {
 			continue
 		}
 		for _, p := range pods {
 			if !p.warned && now.Sub(p.seen) >= delay {
 				p.warned = true
-				due = append(due, p.pod)
+				due = append(due, unservedWarning{pod: p.pod, suggestion: suggestion})
 			}
 		}
 	}
@@ -200,7 +230,8 @@ func (u *unservedPods) due(now time.Time, delay time.Duration) []*v1.Pod {
 }
 
 // warnUnserved emits the NoProfile events, every half delay, until ctx
-// ends. It runs beside the scheduling loop, never in it.
+// ends. It runs beside the scheduling loop, never in it, and makes at most
+// one event per pod.
 func (s *Scheduler) warnUnserved(ctx context.Context, delay time.Duration) {
 	ticker := time.NewTicker(max(delay/2, 100*time.Millisecond))
 	defer ticker.Stop()
@@ -209,17 +240,18 @@ func (s *Scheduler) warnUnserved(ctx context.Context, delay time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-ticker.C:
-			pods := s.unserved.due(now, delay)
-			if len(pods) == 0 {
-				continue
-			}
 			// Read outside the unserved lock: the profile set calls in
 			// there while holding its own.
-			names := strings.Join(s.profiles.Names(), ", ")
-			for _, pod := range pods {
-				name := pod.Spec.SchedulerName
-				s.broadcaster.NewRecorder(scheme.Scheme, name).Eventf(pod, nil, v1.EventTypeWarning, noProfileReason, "Scheduling",
-					"no SchedulingProfile serves schedulerName %q (profiles: %s)", name, names)
+			served := s.profiles.Names()
+			warnings := s.unserved.due(now, delay, served)
+			names := strings.Join(served, ", ")
+			for _, w := range warnings {
+				name := w.pod.Spec.SchedulerName
+				msg := fmt.Sprintf("no SchedulingProfile serves schedulerName %q (profiles: %s)", name, names)
+				if w.suggestion != "" {
+					msg += fmt.Sprintf("; did you mean %s?", w.suggestion)
+				}
+				s.broadcaster.NewRecorder(scheme.Scheme, name).Eventf(w.pod, nil, v1.EventTypeWarning, noProfileReason, "Scheduling", "%s", msg)
 			}
 		}
 	}

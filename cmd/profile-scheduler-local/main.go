@@ -1,5 +1,6 @@
 // Command profile-scheduler-local runs the whole product on this machine in
-// the foreground: a throw-away kube-apiserver and etcd on loopback, the CRDs,
+// the foreground: a throw-away kube-apiserver and etcd on loopback (etcd
+// answers only kube-apiserver's client certificate), the CRDs,
 // the approver ClusterRole and the admission policy, simulated nodes across
 // three zones with a simulated kubelet, kube-controller-manager with the
 // controllers workloads and volumes need (Deployments, StatefulSets, Jobs,

@@ -43,6 +43,8 @@ func Convert(ctx context.Context, args []string, s Streams) int {
 	var vf operator.ValidationFlags
 	vf.AddFlags(fs)
 	namespace := fs.String("namespace", defaultNamespace, "The operator's namespace, where extenders' TLS Secrets go.")
+	var in input
+	in.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -65,7 +67,7 @@ func Convert(ctx context.Context, args []string, s Streams) int {
 		defer func() { _ = f.Close() }()
 		r = f
 	}
-	conv, err := convert(r, *namespace)
+	conv, err := convert(in.limit(r), *namespace)
 	if err != nil {
 		_, _ = fmt.Fprintf(s.Err, "convert: %s: %v\n", name, err)
 		return ExitUsage

@@ -20,8 +20,10 @@ import (
 const validateUsage = `Usage: profile-scheduler validate [flags] PATH...
 
 Checks every SchedulingProfile in the files, directories (searched for
-*.yaml, *.yml and *.json, skipping those whose names begin with a dot) and
-standard input ("-") given, as the API server and the operator would: strict
+regular files named *.yaml, *.yml and *.json, skipping directories whose
+names begin with a dot; symbolic links and other special files are skipped
+and named) and standard input ("-") given, each read up to --max-file-bytes,
+as the API server and the operator would: strict
 decoding, the CRD's schema and rules, then the profile built with the
 operator's plugins. Documents of other kinds are skipped. Prints one line per
 finding, FILE:DOCUMENT: PROFILE: REASON, and exits 1 when there is any, 2 when
@@ -37,6 +39,8 @@ func Validate(ctx context.Context, args []string, s Streams) int {
 	var vf operator.ValidationFlags
 	vf.AddFlags(fs)
 	namespace := fs.String("namespace", defaultNamespace, "The operator's namespace, where extenders' TLS Secrets live, for messages.")
+	var in input
+	in.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -52,10 +56,13 @@ func Validate(ctx context.Context, args []string, s Streams) int {
 		_, _ = fmt.Fprintf(s.Err, "validate: %v\n", err)
 		return ExitUsage
 	}
-	docs, err := readDocuments(fs.Args(), s.In)
+	docs, skipped, err := in.readDocuments(fs.Args(), s.In)
 	if err != nil {
 		_, _ = fmt.Fprintf(s.Err, "validate: %v\n", err)
 		return ExitUsage
+	}
+	for _, p := range skipped {
+		_, _ = fmt.Fprintf(s.Err, "validate: %s: skipped: not a regular file\n", p)
 	}
 	var sum summary
 	for _, d := range docs {

@@ -102,6 +102,8 @@ type Cluster struct {
 	// certificates, the launchers of etcd and kube-apiserver, their
 	// process ids, kube-controller-manager's kubeconfig.
 	dir string
+	// etcd are the files of etcd's TLS and client certificates.
+	etcd *etcdTLS
 	// kcm is kube-controller-manager, when started.
 	kcm *ControllerManager
 	// Config is an administrator's client configuration.
@@ -111,7 +113,8 @@ type Cluster struct {
 }
 
 // Start starts kube-apiserver and etcd, listening on loopback only, and
-// installs the CRDs.
+// installs the CRDs. etcd answers only clients with a certificate of the
+// run's own CA: kube-apiserver.
 func Start(o Options) (*Cluster, error) {
 	dir := o.AssetsDir
 	if dir == "" {
@@ -149,6 +152,10 @@ func Start(o Options) (*Cluster, error) {
 		},
 		thread: startLockedThread(),
 		dir:    privateDir,
+	}
+	if c.etcd, err = newEtcdTLS(filepath.Join(privateDir, "etcd-pki")); err != nil {
+		_ = c.Stop()
+		return nil, err
 	}
 	if err := c.startAPIServer(dir, o); err != nil {
 		_ = c.Stop()
@@ -208,6 +215,9 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 	// envtest binds the secure port to 127.0.0.1 already; say so
 	// explicitly, as the address is what keeps the cluster private.
 	api.Address = "127.0.0.1"
+	if err := c.etcd.configure(env.ControlPlane.Etcd, api); err != nil {
+		return err
+	}
 	for name, values := range o.APIServerArgs {
 		api.Configure().Set(name, values...)
 	}

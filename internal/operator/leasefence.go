@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
 
@@ -40,15 +41,24 @@ import (
 type LeaseFence struct {
 	window time.Duration
 	clock  clock.PassiveClock
+	// prefix is the path of the API server's URL, such as
+	// /k8s/clusters/c-1 behind a cluster-management proxy, in front of
+	// every request's API path; empty for most servers.
+	prefix string
 	// until is when the fence closes: the start of the last successful
 	// Lease write plus window. Nil until the first one.
 	until atomic.Pointer[time.Time]
 }
 
 // NewLeaseFence returns a fence that stays open for renewDeadline after the
-// start of each successful write of the Lease.
-func NewLeaseFence(renewDeadline time.Duration, clk clock.PassiveClock) *LeaseFence {
-	return &LeaseFence{window: renewDeadline, clock: clk}
+// start of each successful write of the Lease, for the clients of cfg: the
+// path of cfg.Host, if any, comes before the API paths of their requests.
+func NewLeaseFence(cfg *rest.Config, renewDeadline time.Duration, clk clock.PassiveClock) (*LeaseFence, error) {
+	host, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &LeaseFence{window: renewDeadline, clock: clk, prefix: strings.TrimSuffix(host.Path, "/")}, nil
 }
 
 // Open tells whether this replica surely holds the Lease now.
@@ -68,7 +78,7 @@ func (f *LeaseFence) ObserveRenewals(rt http.RoundTripper) http.RoundTripper {
 		start := f.clock.Now()
 		resp, err := rt.RoundTrip(req)
 		if err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300 &&
-			(req.Method == http.MethodPost || req.Method == http.MethodPut) && isLeasePath(req.URL.Path) {
+			(req.Method == http.MethodPost || req.Method == http.MethodPut) && isLeasePath(f.apiPath(req)) {
 			until := start.Add(f.window)
 			f.until.Store(&until)
 		}
@@ -85,12 +95,22 @@ func (f *LeaseFence) Guard(rt http.RoundTripper) http.RoundTripper {
 		switch req.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
-			if !isReviewPath(req.URL.Path) && !f.Open() {
+			if !isReviewPath(f.apiPath(req)) && !f.Open() {
 				return nil, fmt.Errorf("%s %s not sent: this replica has not renewed its leader Lease within the renew deadline (%v), so another replica may lead now", req.Method, req.URL.Path, f.window)
 			}
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+// apiPath is the request's path after the server's prefix; a path outside
+// the prefix is none of the API's, and matches nothing.
+func (f *LeaseFence) apiPath(req *http.Request) string {
+	path, ok := strings.CutPrefix(req.URL.Path, f.prefix)
+	if !ok || (f.prefix != "" && !strings.HasPrefix(path, "/")) {
+		return ""
+	}
+	return path
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)

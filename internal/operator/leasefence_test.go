@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -21,7 +22,10 @@ func TestLeaseFence(t *testing.T) {
 		sar    = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 	)
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	fence := NewLeaseFence(10*time.Second, clk)
+	fence, err := NewLeaseFence(&rest.Config{Host: "https://127.0.0.1:6443"}, 10*time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The API server's answer to the leader election client's next request.
 	code := http.StatusOK
 	server := roundTripper(func(req *http.Request) (*http.Response, error) {
@@ -142,6 +146,53 @@ func TestIsLeasePath(t *testing.T) {
 	} {
 		if got := isLeasePath(path); got != want {
 			t.Errorf("isLeasePath(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// TestLeaseFenceBehindAPrefix serves the API under a path, as
+// cluster-management proxies do: the Lease and the reviews are matched
+// after that path only.
+func TestLeaseFenceBehindAPrefix(t *testing.T) {
+	const lease = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/profile-scheduler"
+	server := roundTripper(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	for _, tt := range []struct {
+		name, renewal string
+		wantOpen      bool
+	}{
+		{name: "the Lease under the prefix", renewal: "/k8s/clusters/c-1" + lease, wantOpen: true},
+		{name: "the Lease without the prefix", renewal: lease},
+		{name: "the Lease under another cluster's prefix", renewal: "/k8s/clusters/c-10" + lease},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fence, err := NewLeaseFence(&rest.Config{Host: "https://proxy.example/k8s/clusters/c-1/"}, 10*time.Second, clocktesting.NewFakePassiveClock(time.Now()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := fence.ObserveRenewals(server).RoundTrip(httptest.NewRequest(http.MethodPut, "https://proxy.example"+tt.renewal, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := fence.Open(); got != tt.wantOpen {
+				t.Errorf("fence open %v after a renewal at %s, want %v", got, tt.renewal, tt.wantOpen)
+			}
+		})
+	}
+	fence, err := NewLeaseFence(&rest.Config{Host: "https://proxy.example/k8s/clusters/c-1"}, 10*time.Second, clocktesting.NewFakePassiveClock(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, wantSent := range map[string]bool{
+		"/k8s/clusters/c-1/apis/authentication.k8s.io/v1/tokenreviews": true,
+		"/apis/authentication.k8s.io/v1/tokenreviews":                  false,
+		"/k8s/clusters/c-1/api/v1/namespaces/default/pods/p/binding":   false,
+	} {
+		_, err := fence.Guard(server).RoundTrip(httptest.NewRequest(http.MethodPost, "https://proxy.example"+path, nil))
+		if sent := err == nil; sent != wantSent {
+			t.Errorf("POST %s through a closed fence: sent %v, want %v", path, sent, wantSent)
 		}
 	}
 }

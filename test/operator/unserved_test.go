@@ -74,6 +74,21 @@ var _ = Describe("Pods no profile serves", func() {
 			HaveLen(1), HaveLen(1), BeEmpty(), BeEmpty()))
 	})
 
+	It("suggest the served name a schedulerName is a likely typo of", func() {
+		ns := namespace()
+		served := "typo-" + ns
+		Expect(k8sClient.Create(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: served}})).To(Succeed())
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: served}}))).To(Succeed())
+		})
+		serving(served)
+		typo := served[:len(served)-1]
+		pod := createPod(testenv.Pod(ns, "typo", typo, "100m", "64Mi"))
+		Eventually(noProfileEvents(pod)).Should(ConsistOf(
+			And(HavePrefix("Warning 1: "), HaveSuffix(fmt.Sprintf("; did you mean %s?", served)), ContainSubstring(fmt.Sprintf("no SchedulingProfile serves schedulerName %q", typo)))))
+		Consistently(noProfileEvents(pod)).WithTimeout(2 * unservedWarningDelay).WithPolling(500 * time.Millisecond).Should(HaveLen(1))
+	})
+
 	It("do not warn about a pod applied together with its profile", func() {
 		ns := namespace()
 		name := ownPrefix + "together-" + ns
