@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -84,13 +85,12 @@ func TestShadowClaimsNoSchedulerName(t *testing.T) {
 	}
 
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	sh.stats = scheduler.ShadowStats{Of: "p", Since: since, Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
-		Disagreements: []scheduler.ShadowDisagreement{{Pod: types.NamespacedName{Namespace: "ns", Name: "a"}, UID: "u", ServingNode: "n1", ShadowNodes: []string{"n2"}, Time: since}}}
+	sh.stats = scheduler.ShadowStats{Of: "p", Since: since, Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2}
 	time.Sleep(shadowPeriod) // counts alone are written once per period
 	f.reconcileShadow(t, "p")
 	got := f.get(t, "p").Status
-	want := &schedulingv1alpha1.ShadowStatus{Of: "p", Generation: 1, Since: ptr.To(metav1.NewTime(since)), Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
-		Disagreements: []schedulingv1alpha1.ShadowDisagreement{{Pod: "ns/a", PodUID: "u", ServingNode: "n1", ShadowNodes: []string{"n2"}, Time: metav1.NewTime(since)}}}
+	want := &schedulingv1alpha1.ShadowStatus{Of: "p", Generation: 1, SpecHash: profilebuild.SpecHash(&f.get(t, "p").Spec), Since: ptr.To(metav1.NewTime(since)),
+		Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2}
 	if diff := cmp.Diff(want, got.Shadow); diff != "" {
 		t.Errorf("status.shadow (-want +got):\n%s", diff)
 	}
@@ -101,7 +101,7 @@ func TestShadowClaimsNoSchedulerName(t *testing.T) {
 	if diff := cmp.Diff(wantConds, got.Conditions, ignoreTransitionTime); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if got.SchedulerName != "" || got.ServingGeneration != 0 || got.ServingRevision != nil {
+	if got.SchedulerName != "" || got.ServingGeneration != 0 || got.ServingRevision != nil || got.ServingSpecHash != "" {
 		t.Errorf("the shadow claims schedulerName %q, serves generation %d, revision %+v; want none", got.SchedulerName, got.ServingGeneration, got.ServingRevision)
 	}
 
