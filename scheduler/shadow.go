@@ -75,8 +75,8 @@ type Shadow struct {
 	// SchedulingProfile.
 	recorder events.EventRecorder
 	cancel   context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	done     chan struct{}
+	once     sync.Once
 
 	// sampledOut and dropped are counted by the informer's goroutine.
 	sampledOut, dropped atomic.Int64
