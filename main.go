@@ -99,6 +99,8 @@ func main() {
 			os.Exit(cli.Validate(context.Background(), os.Args[2:], s))
 		case "convert":
 			os.Exit(cli.Convert(context.Background(), os.Args[2:], s))
+		case "promote":
+			os.Exit(cli.Promote(context.Background(), os.Args[2:], s))
 		}
 	}
 	flag.Usage = func() {
