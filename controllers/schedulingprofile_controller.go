@@ -88,6 +88,8 @@ type SchedulingProfileReconciler struct {
 	shadowStatusPeriod time.Duration
 	// shadows is, per object name, the shadow it runs; guarded by mu.
 	shadows map[string]runningShadow
+	// maxShadows is how many shadows run at most (WithMaxShadows).
+	maxShadows int
 }
 
 type extenderFailures struct {
@@ -158,7 +160,9 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 	name := validation.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name != sp.Name && validation.SchedulerName(other) == name {
+		// A shadow that goes may let a newer one refused for the
+		// shadow limit run.
+		if other.Name != sp.Name && (validation.SchedulerName(other) == name || sp.Spec.ShadowOf != nil && other.Spec.ShadowOf != nil) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: other.Name}})
 		}
 	}

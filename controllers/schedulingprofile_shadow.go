@@ -90,6 +90,17 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 	status.ServingRevision = nil
 	meta.RemoveStatusCondition(&status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
 
+	if msg, err := r.shadowLimit(ctx, sp); err != nil {
+		return ctrl.Result{}, err
+	} else if msg != "" {
+		r.stopShadow(ctx, sp.Name)
+		status.Plugins, status.OmittedDefaultPlugins, status.Shadow = nil, nil, nil
+		msg = "Generation " + fmt.Sprint(sp.Generation) + " does not run: " + msg
+		r.setConditions(sp, metav1.ConditionFalse, schedulingv1alpha1.ReasonTooManyShadows, msg, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, msg)
+		setRolloutConditions(sp, rollout{schedulerName: of, shadow: true, reason: schedulingv1alpha1.ReasonTooManyShadows, msg: msg})
+		return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+	}
+
 	r.mu.Lock()
 	cur, running := r.shadows[sp.Name]
 	r.mu.Unlock()
