@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"strings"
+
 	"context"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"testing"
 	"time"
 
@@ -216,5 +219,27 @@ func TestShadowCountsAreWrittenAtMostOncePerPeriod(t *testing.T) {
 	}
 	if got := f.get(t, "p").Status.Shadow.Evaluated; got != 20 {
 		t.Errorf("status.shadow.evaluated %d, want the latest count 20", got)
+	}
+}
+
+func TestShadowLimitRefusesTheNewest(t *testing.T) {
+	f := newProfileFixture(t, nil, shadowProfile("old", "p", -2*time.Minute), shadowProfile("new", "p", -time.Minute))
+	shadows := f.withShadows()
+	WithMaxShadows(1)(f.r)
+	f.reconcileShadow(t, "old")
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(*shadows) != 1 || (*shadows)[0].name != "old" {
+		t.Fatalf("shadows started %+v, want the oldest alone", *shadows)
+	}
+	st := f.get(t, "new").Status
+	stalled := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.ProfileStalled)
+	if stalled == nil || stalled.Reason != schedulingv1alpha1.ReasonTooManyShadows || !strings.Contains(stalled.Message, "at most 1 shadow profiles (its --max-shadows), and 1 older ones exist: old") {
+		t.Errorf("Stalled condition %+v, want reason %s naming the older shadow", stalled, schedulingv1alpha1.ReasonTooManyShadows)
+	}
+	if st.Shadow != nil {
+		t.Errorf("status.shadow %+v, want none for a refused shadow", st.Shadow)
 	}
 }
