@@ -1,14 +1,13 @@
 package controllers
 
 import (
-	"strings"
-
 	"context"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
