@@ -34,6 +34,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/internal/cli"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -76,6 +77,7 @@ type options struct {
 	// before any profile served them, for the NoProfile event.
 	ownSchedulerNamePrefixes string
 	waitingPodRetention      time.Duration
+	maxShadows               int
 
 	// webhookPort serves the admission webhook; 0 turns it off.
 	webhookPort int
@@ -101,6 +103,8 @@ func main() {
 			os.Exit(cli.Validate(context.Background(), os.Args[2:], s))
 		case "convert":
 			os.Exit(cli.Convert(context.Background(), os.Args[2:], s))
+		case "promote":
+			os.Exit(cli.Promote(context.Background(), os.Args[2:], s))
 		}
 	}
 	// Help and mistakes in flags are reported by parseFlags rather than
@@ -126,6 +130,7 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 0, "Goroutines used to filter and score nodes; 0 means one per CPU.")
 	flag.DurationVar(&o.waitingPodRetention, "waitingpod-retention", 30*time.Second, "How long a WaitingPod stays after its pod is bound, finished or deleted.")
 	flag.StringVar(&o.ownSchedulerNamePrefixes, "own-scheduler-name-prefixes", "", "Comma-separated schedulerName prefixes that are this operator's: a pending pod with such a schedulerName that no SchedulingProfile serves gets a NoProfile event, as do pods of names a profile served since the operator started. Empty means only the latter.")
+	flag.IntVar(&o.maxShadows, "max-shadows", profilebuild.DefaultMaxShadows, "How many shadow profiles (spec.shadowOf) run at most: each evaluates up to 20 placements a second on the leader. The admission webhook refuses more; the oldest run, newer ones are refused in status.")
 	o.validation.AddFlags(flag.CommandLine)
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the SchedulingProfile validating admission webhook listens on, on every replica; 0 turns the webhook off (out of a cluster, where the API server cannot call it).")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory holding tls.crt and tls.key for the webhook, reloaded when they change (cert-manager's, mounted); empty means the operator keeps its own CA and certificate in --webhook-cert-secret and the CA in --webhook-configuration's caBundle.")
@@ -178,6 +183,9 @@ func parseFlags(args []string) (code int, stop bool) {
 
 func run(o options) error {
 	// Flags first: a mistake in them is reported before anything starts.
+	if o.maxShadows < 1 {
+		return fmt.Errorf("--max-shadows must be at least 1, got %d", o.maxShadows)
+	}
 	schedOpts, err := schedulerOptions(o)
 	if err != nil {
 		return err
@@ -242,6 +250,7 @@ func run(o options) error {
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: o.validation.Reserved(),
 		WaitingPodRetention:    o.waitingPodRetention,
+		MaxShadows:             o.maxShadows,
 		Scheduler:              schedOpts,
 		// The registry the manager serves on /metrics.
 		MetricsRegisterer: ctrlmetrics.Registry,

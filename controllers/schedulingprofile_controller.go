@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -87,6 +88,8 @@ type SchedulingProfileReconciler struct {
 	shadowStatusPeriod time.Duration
 	// shadows is, per object name, the shadow it runs; guarded by mu.
 	shadows map[string]runningShadow
+	// maxShadows is how many shadows run at most (WithMaxShadows).
+	maxShadows int
 }
 
 type extenderFailures struct {
@@ -101,8 +104,10 @@ type servedProfile struct {
 	uid           types.UID
 	schedulerName string
 	generation    int64
-	plugins       *schedulingv1alpha1.ResolvedPlugins
-	hasExtenders  bool
+	// specHash is profilebuild.SpecHash of generation's spec.
+	specHash     string
+	plugins      *schedulingv1alpha1.ResolvedPlugins
+	hasExtenders bool
 }
 
 // NewSchedulingProfileReconciler returns a reconciler that publishes into
@@ -155,7 +160,9 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 	name := validation.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name != sp.Name && validation.SchedulerName(other) == name {
+		// A shadow that goes may let a newer one refused for the
+		// shadow limit run.
+		if other.Name != sp.Name && (validation.SchedulerName(other) == name || sp.Spec.ShadowOf != nil && other.Spec.ShadowOf != nil) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: other.Name}})
 		}
 	}
@@ -216,6 +223,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			r.stopServing(ctx, sp.Name, msg)
 		}
 		status.ServingGeneration = 0
+		status.ServingSpecHash = ""
 		status.ServingRevision = nil
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
@@ -279,6 +287,8 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			activeStatus, activeReason, activeMsg := metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"
 			if serving {
+				// A status written before the hash was recorded gets it.
+				status.ServingSpecHash = prev.specHash
 				activeStatus, activeReason = metav1.ConditionTrue, schedulingv1alpha1.ReasonServing
 				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps serving schedulerName %s", prev.generation, name)
 			}
@@ -295,13 +305,14 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			// only a new spec can, and its update triggers a reconcile.
 			return ctrl.Result{}, r.patchStatus(ctx, written, sp)
 		}
-		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
+		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, specHash: profilebuild.SpecHash(&sp.Spec), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
 		r.publish(sp.Name, prev, fwk)
 		klog.FromContext(ctx).Info("Published framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", sp.Generation)
 		r.recorder.Eventf(sp, nil, corev1.EventTypeNormal, schedulingv1alpha1.ReasonServing, "Publish", "Generation %d serves schedulerName %s", sp.Generation, name)
 	}
 
 	status.ServingGeneration = prev.generation
+	status.ServingSpecHash = prev.specHash
 	if prev.generation == sp.Generation {
 		rev, err := r.recordRevision(ctx, sp, orig.Status.ServingRevision)
 		if err != nil {
@@ -389,7 +400,7 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
 	}
-	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(last.Extenders) > 0}
+	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, specHash: profilebuild.SpecHash(last), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(last.Extenders) > 0}
 	r.publish(sp.Name, served, fwk)
 	klog.FromContext(ctx).Info("Restored the last valid framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", served.generation)
 	return served, true

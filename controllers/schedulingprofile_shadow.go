@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -62,8 +63,10 @@ type runningShadow struct {
 	uid        types.UID
 	of         string
 	generation int64
-	plugins    *schedulingv1alpha1.ResolvedPlugins
-	shadow     Shadow
+	// specHash is profilebuild.SpecHash of generation's spec.
+	specHash string
+	plugins  *schedulingv1alpha1.ResolvedPlugins
+	shadow   Shadow
 	// countsWritten is when the counts were last written to status.
 	countsWritten time.Time
 }
@@ -83,8 +86,20 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 	status.ObservedGeneration = sp.Generation
 	status.SchedulerName = ""
 	status.ServingGeneration = 0
+	status.ServingSpecHash = ""
 	status.ServingRevision = nil
 	meta.RemoveStatusCondition(&status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
+
+	if msg, err := r.shadowLimit(ctx, sp); err != nil {
+		return ctrl.Result{}, err
+	} else if msg != "" {
+		r.stopShadow(ctx, sp.Name)
+		status.Plugins, status.OmittedDefaultPlugins, status.Shadow = nil, nil, nil
+		msg = "Generation " + fmt.Sprint(sp.Generation) + " does not run: " + msg
+		r.setConditions(sp, metav1.ConditionFalse, schedulingv1alpha1.ReasonTooManyShadows, msg, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, msg)
+		setRolloutConditions(sp, rollout{schedulerName: of, shadow: true, reason: schedulingv1alpha1.ReasonTooManyShadows, msg: msg})
+		return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+	}
 
 	r.mu.Lock()
 	cur, running := r.shadows[sp.Name]
@@ -119,7 +134,7 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 				r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Build", "%s", eventNote(msg))
 			}
 			if running {
-				status.Shadow = shadowStatus(cur.generation, cur.shadow.Stats())
+				status.Shadow = shadowStatus(cur, cur.shadow.Stats())
 				return r.writeShadowStatus(ctx, orig, sp)
 			}
 			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
@@ -131,7 +146,7 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 
 	status.Plugins = cur.plugins
 	status.OmittedDefaultPlugins = plugins.OmittedDefaultPluginsFor(profile)
-	status.Shadow = shadowStatus(cur.generation, cur.shadow.Stats())
+	status.Shadow = shadowStatus(cur, cur.shadow.Stats())
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionFalse, schedulingv1alpha1.ReasonShadowing, fmt.Sprintf("Generation %d evaluates placements of schedulerName %s in shadow; it places no pod", cur.generation, of))
@@ -175,7 +190,7 @@ func (r *SchedulingProfileReconciler) writeShadowStatus(ctx context.Context, ori
 // shadow's counts alone, the shadow being the same generation of the same
 // schedulerName.
 func onlyShadowCountsDiffer(got, want schedulingv1alpha1.SchedulingProfileStatus) bool {
-	if got.Shadow == nil || want.Shadow == nil || got.Shadow.Of != want.Shadow.Of || got.Shadow.Generation != want.Shadow.Generation {
+	if got.Shadow == nil || want.Shadow == nil || got.Shadow.Of != want.Shadow.Of || got.Shadow.Generation != want.Shadow.Generation || got.Shadow.SpecHash != want.Shadow.SpecHash {
 		return false
 	}
 	got.Shadow, want.Shadow = nil, nil
@@ -196,7 +211,7 @@ func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *sched
 	if fwk == nil {
 		return runningShadow{}, reason, msg, err
 	}
-	next := runningShadow{uid: sp.UID, of: of, generation: sp.Generation, plugins: resolvedPlugins(fwk.ListPlugins()), shadow: sh}
+	next := runningShadow{uid: sp.UID, of: of, generation: sp.Generation, specHash: profilebuild.SpecHash(&sp.Spec), plugins: resolvedPlugins(fwk.ListPlugins()), shadow: sh}
 	// The old one first: its series go when it stops, and the new one's
 	// carry the same profile label.
 	r.stopShadow(ctx, sp.Name)
@@ -234,13 +249,15 @@ func (r *SchedulingProfileReconciler) stopShadowsAtShutdown(mgr ctrl.Manager) er
 	}))
 }
 
-// shadowStatus is status.shadow for the counts of a shadow of generation.
-// Times have whole seconds, as stored, so that unchanged counts compare
-// equal to the status as stored and cause no write.
-func shadowStatus(generation int64, st scheduler.ShadowStats) *schedulingv1alpha1.ShadowStatus {
+// shadowStatus is status.shadow for the counts of the shadow sh runs:
+// counts only, never a pod (the shadow records those on the pods). Times
+// have whole seconds, as stored, so that unchanged counts compare equal to
+// the status as stored and cause no write.
+func shadowStatus(sh runningShadow, st scheduler.ShadowStats) *schedulingv1alpha1.ShadowStatus {
 	out := &schedulingv1alpha1.ShadowStatus{
 		Of:         st.Of,
-		Generation: generation,
+		Generation: sh.generation,
+		SpecHash:   sh.specHash,
 		Evaluated:  st.Evaluated,
 		SameNode:   st.SameNode,
 		OtherNode:  st.OtherNode,
@@ -253,19 +270,5 @@ func shadowStatus(generation int64, st scheduler.ShadowStats) *schedulingv1alpha
 		since := metav1.NewTime(st.Since).Rfc3339Copy()
 		out.Since = &since
 	}
-	for _, d := range st.Disagreements {
-		out.Disagreements = append(out.Disagreements, schedulingv1alpha1.ShadowDisagreement{
-			Pod:          d.Pod.String(),
-			PodUID:       d.UID,
-			ServingNode:  d.ServingNode,
-			ShadowNodes:  d.ShadowNodes,
-			ShadowReason: truncate(d.Reason, maxShadowReason),
-			Time:         metav1.NewTime(d.Time).Rfc3339Copy(),
-		})
-	}
 	return out
 }
-
-// maxShadowReason bounds each disagreement's reason, so that ten of them
-// keep status small whatever the unschedulable messages say.
-const maxShadowReason = 1024

@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -13,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -84,13 +87,12 @@ func TestShadowClaimsNoSchedulerName(t *testing.T) {
 	}
 
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	sh.stats = scheduler.ShadowStats{Of: "p", Since: since, Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
-		Disagreements: []scheduler.ShadowDisagreement{{Pod: types.NamespacedName{Namespace: "ns", Name: "a"}, UID: "u", ServingNode: "n1", ShadowNodes: []string{"n2"}, Time: since}}}
+	sh.stats = scheduler.ShadowStats{Of: "p", Since: since, Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2}
 	time.Sleep(shadowPeriod) // counts alone are written once per period
 	f.reconcileShadow(t, "p")
 	got := f.get(t, "p").Status
-	want := &schedulingv1alpha1.ShadowStatus{Of: "p", Generation: 1, Since: ptr.To(metav1.NewTime(since)), Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2,
-		Disagreements: []schedulingv1alpha1.ShadowDisagreement{{Pod: "ns/a", PodUID: "u", ServingNode: "n1", ShadowNodes: []string{"n2"}, Time: metav1.NewTime(since)}}}
+	want := &schedulingv1alpha1.ShadowStatus{Of: "p", Generation: 1, SpecHash: profilebuild.SpecHash(&f.get(t, "p").Spec), Since: ptr.To(metav1.NewTime(since)),
+		Evaluated: 3, SameNode: 1, OtherNode: 1, NoNode: 1, Dropped: 2}
 	if diff := cmp.Diff(want, got.Shadow); diff != "" {
 		t.Errorf("status.shadow (-want +got):\n%s", diff)
 	}
@@ -101,7 +103,7 @@ func TestShadowClaimsNoSchedulerName(t *testing.T) {
 	if diff := cmp.Diff(wantConds, got.Conditions, ignoreTransitionTime); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if got.SchedulerName != "" || got.ServingGeneration != 0 || got.ServingRevision != nil {
+	if got.SchedulerName != "" || got.ServingGeneration != 0 || got.ServingRevision != nil || got.ServingSpecHash != "" {
 		t.Errorf("the shadow claims schedulerName %q, serves generation %d, revision %+v; want none", got.SchedulerName, got.ServingGeneration, got.ServingRevision)
 	}
 
@@ -216,5 +218,27 @@ func TestShadowCountsAreWrittenAtMostOncePerPeriod(t *testing.T) {
 	}
 	if got := f.get(t, "p").Status.Shadow.Evaluated; got != 20 {
 		t.Errorf("status.shadow.evaluated %d, want the latest count 20", got)
+	}
+}
+
+func TestShadowLimitRefusesTheNewest(t *testing.T) {
+	f := newProfileFixture(t, nil, shadowProfile("old", "p", -2*time.Minute), shadowProfile("new", "p", -time.Minute))
+	shadows := f.withShadows()
+	WithMaxShadows(1)(f.r)
+	f.reconcileShadow(t, "old")
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(*shadows) != 1 || (*shadows)[0].name != "old" {
+		t.Fatalf("shadows started %+v, want the oldest alone", *shadows)
+	}
+	st := f.get(t, "new").Status
+	stalled := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.ProfileStalled)
+	if stalled == nil || stalled.Reason != schedulingv1alpha1.ReasonTooManyShadows || !strings.Contains(stalled.Message, "at most 1 shadow profiles (its --max-shadows), and 1 older ones exist: old") {
+		t.Errorf("Stalled condition %+v, want reason %s naming the older shadow", stalled, schedulingv1alpha1.ReasonTooManyShadows)
+	}
+	if st.Shadow != nil {
+		t.Errorf("status.shadow %+v, want none for a refused shadow", st.Shadow)
 	}
 }

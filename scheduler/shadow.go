@@ -3,8 +3,10 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
@@ -30,14 +33,9 @@ const (
 	DefaultShadowQueueLength = 100
 )
 
-const (
-	// maxShadowDisagreements is how many of the latest disagreements a
-	// shadow keeps.
-	maxShadowDisagreements = 10
-	// maxShadowNodes is how many of its equally best nodes a disagreement
-	// names.
-	maxShadowNodes = 5
-)
+// maxShadowNodes is how many of its equally best nodes a disagreement
+// names.
+const maxShadowNodes = 5
 
 // WithShadowSampling sets how many placements per second each shadow
 // evaluates at most (a token bucket with a burst of as many), and how many
@@ -50,7 +48,10 @@ func WithShadowSampling(perSecond float64, queueLength int) Option {
 // Shadow is a profile instance that serves no pods: for a sample of the
 // pods of schedulerName Of that some scheduler places (a profile of this
 // loop or another scheduler), it computes where it would have placed each
-// and counts how often it agrees. It runs PreFilter, Filter, the
+// and counts how often it agrees. The counts are all its status shows:
+// whoever reads SchedulingProfiles may not read every namespace's pods. A
+// pod it disagrees about gets an event in its own namespace, and a log
+// line at V(2). It runs PreFilter, Filter, the
 // extenders' filters, PreScore, Score and NormalizeScore on its own
 // goroutine and its own snapshot, and never PostFilter (preemption makes
 // API calls), Reserve, Permit, PreBind or Bind: it reserves, holds and
@@ -69,10 +70,13 @@ type Shadow struct {
 
 	// fwk and the metrics are set by Start, before the shadow is
 	// registered and its goroutine starts; read-only afterwards.
-	fwk    framework.Framework
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	fwk framework.Framework
+	// recorder records disagreements on the pods, as the shadow's
+	// SchedulingProfile.
+	recorder events.EventRecorder
+	cancel   context.CancelFunc
+	done     chan struct{}
+	once     sync.Once
 
 	// sampledOut and dropped are counted by the informer's goroutine.
 	sampledOut, dropped atomic.Int64
@@ -96,23 +100,6 @@ type ShadowStats struct {
 	// SampledOut and Dropped are the placements skipped beyond the
 	// sampling rate and because the queue was full.
 	SampledOut, Dropped int64
-	// Disagreements are the latest evaluations other than same-node,
-	// newest first.
-	Disagreements []ShadowDisagreement
-}
-
-// ShadowDisagreement is one pod the shadow would have placed elsewhere or
-// nowhere.
-type ShadowDisagreement struct {
-	Pod         types.NamespacedName
-	UID         types.UID
-	ServingNode string
-	// ShadowNodes are the shadow's equally best nodes (at most a few);
-	// empty when it would have placed the pod nowhere.
-	ShadowNodes []string
-	// Reason is the unschedulable message or the error.
-	Reason string
-	Time   time.Time
 }
 
 // NewShadow prepares a shadow, named after its SchedulingProfile, of the
@@ -133,8 +120,8 @@ func (s *Scheduler) NewShadow(name, of string) *Shadow {
 
 // FrameworkOptions are the options the shadow's instance is built with,
 // after the scheduler's own (NewFramework applies them last): the
-// shadow's snapshot instead of the loop's, no event recorder (a shadow
-// says nothing on pods), no activator (it moves no pod in the queue),
+// shadow's snapshot instead of the loop's, no event recorder (its plugins
+// say nothing on pods; the shadow's own events are its disagreements), no activator (it moves no pod in the queue),
 // metrics exported nowhere (the loop's series stay the serving
 // profiles'), and no opportunistic batching: a shadow evaluates a sample
 // of placements, not consecutive cycles of the queue, so it never asks
@@ -163,6 +150,7 @@ func (sh *Shadow) Start(fwk framework.Framework) {
 	for _, result := range []string{metrics.ShadowSameNode, metrics.ShadowOtherNode, metrics.ShadowNoNode, metrics.ShadowError} {
 		sh.outcomeMetrics[result] = m.ShadowEvaluations.WithLabelValues(sh.name, result)
 	}
+	sh.recorder = sh.sched.broadcaster.NewRecorder(scheme.Scheme, sh.name)
 	sh.stats.Since = time.Now()
 	logger := sh.sched.logger.WithValues("shadow", sh.name, "shadowOf", sh.of)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
@@ -193,7 +181,6 @@ func (sh *Shadow) Stop() {
 func (sh *Shadow) Stats() ShadowStats {
 	sh.mu.Lock()
 	st := sh.stats
-	st.Disagreements = slices.Clone(sh.stats.Disagreements)
 	sh.mu.Unlock()
 	st.SampledOut, st.Dropped = sh.sampledOut.Load(), sh.dropped.Load()
 	return st
@@ -234,11 +221,36 @@ func (sh *Shadow) evaluate(ctx context.Context, placed *v1.Pod) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pod", klog.KObj(placed))
 	ctx = klog.NewContext(ctx, logger)
 	outcome := sh.place(ctx, placed)
-	logger.V(4).Info("Shadow evaluated a placement", "servingNode", placed.Spec.NodeName, "result", outcome.result, "shadowNodes", outcome.nodes, "reason", outcome.reason)
 	sh.outcomeMetrics[outcome.result].Inc()
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.stats.record(placed, outcome, time.Now())
+	sh.stats.record(outcome)
+	sh.mu.Unlock()
+	if outcome.result == metrics.ShadowSameNode {
+		logger.V(4).Info("Shadow agrees with a placement", "servingNode", placed.Spec.NodeName)
+		return
+	}
+	logger.V(2).Info("Shadow disagrees with a placement", "podUID", placed.UID, "servingNode", placed.Spec.NodeName, "result", outcome.result, "shadowNodes", outcome.nodes, "reason", outcome.reason)
+	// In the pod's namespace, so that only who may read that namespace's
+	// events learns of the pod.
+	sh.recorder.Eventf(placed, nil, v1.EventTypeNormal, shadowDisagreementReason, "ShadowEvaluate", "%s", outcome.note(sh.of, placed.Spec.NodeName))
+}
+
+// shadowDisagreementReason is the API's ReasonShadowDisagreement: the
+// scheduler does not import the API's types.
+const shadowDisagreementReason = "ShadowDisagreement"
+
+// note words a disagreement for the pod's event.
+func (o shadowOutcome) note(of, servingNode string) string {
+	var note string
+	switch o.result {
+	case metrics.ShadowOtherNode:
+		note = fmt.Sprintf("A shadow of schedulerName %s would have placed the pod on %s, not on %s", of, strings.Join(o.nodes, " or "), servingNode)
+	case metrics.ShadowNoNode:
+		note = fmt.Sprintf("A shadow of schedulerName %s would have found no node for the pod, which is on %s: %s", of, servingNode, o.reason)
+	default:
+		note = fmt.Sprintf("A shadow of schedulerName %s could not evaluate the pod's placement on %s: %s", of, servingNode, o.reason)
+	}
+	return truncateMessage(note)
 }
 
 // place runs the node selection of a cycle for placed, as if it were not
@@ -321,13 +333,12 @@ func (c candidates) bestNodes() []string {
 	return best
 }
 
-// record counts outcome for placed, evaluated at now.
-func (st *ShadowStats) record(placed *v1.Pod, outcome shadowOutcome, now time.Time) {
+// record counts outcome.
+func (st *ShadowStats) record(outcome shadowOutcome) {
 	st.Evaluated++
 	switch outcome.result {
 	case metrics.ShadowSameNode:
 		st.SameNode++
-		return
 	case metrics.ShadowOtherNode:
 		st.OtherNode++
 	case metrics.ShadowNoNode:
@@ -335,15 +346,6 @@ func (st *ShadowStats) record(placed *v1.Pod, outcome shadowOutcome, now time.Ti
 	default:
 		st.Errors++
 	}
-	d := ShadowDisagreement{
-		Pod:         types.NamespacedName{Namespace: placed.Namespace, Name: placed.Name},
-		UID:         placed.UID,
-		ServingNode: placed.Spec.NodeName,
-		ShadowNodes: outcome.nodes,
-		Reason:      outcome.reason,
-		Time:        now,
-	}
-	st.Disagreements = append([]ShadowDisagreement{d}, st.Disagreements[:min(len(st.Disagreements), maxShadowDisagreements-1)]...)
 }
 
 // registerShadow adds sh to the shadows the pod handler offers placements

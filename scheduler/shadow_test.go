@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -86,36 +86,38 @@ func TestCompareWithServingNamesFewNodes(t *testing.T) {
 }
 
 func TestShadowStatsRecord(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var stats ShadowStats
-	pod := func(i int) *v1.Pod {
-		return st.MakePod().Namespace("ns").Name(fmt.Sprintf("p%d", i)).UID(fmt.Sprintf("uid-%d", i)).Node("serving").Obj()
+	for _, o := range []shadowOutcome{
+		{result: metrics.ShadowSameNode},
+		{result: metrics.ShadowNoNode, reason: "0/3 nodes are available"},
+		{result: metrics.ShadowError, reason: "boom"},
+		{result: metrics.ShadowOtherNode, nodes: []string{"other"}},
+		{result: metrics.ShadowOtherNode, nodes: []string{"other"}},
+	} {
+		stats.record(o)
 	}
-	stats.record(pod(0), shadowOutcome{result: metrics.ShadowSameNode}, now)
-	stats.record(pod(1), shadowOutcome{result: metrics.ShadowNoNode, reason: "0/3 nodes are available"}, now)
-	stats.record(pod(2), shadowOutcome{result: metrics.ShadowError, reason: "boom"}, now)
-	for i := 3; i < 3+maxShadowDisagreements; i++ {
-		stats.record(pod(i), shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"other"}}, now.Add(time.Duration(i)*time.Second))
-	}
-	want := ShadowStats{Evaluated: 13, SameNode: 1, NoNode: 1, Errors: 1, OtherNode: maxShadowDisagreements}
-	gotCounts := stats
-	gotCounts.Disagreements = nil
-	if diff := cmp.Diff(want, gotCounts); diff != "" {
+	want := ShadowStats{Evaluated: 5, SameNode: 1, NoNode: 1, Errors: 1, OtherNode: 2}
+	if diff := cmp.Diff(want, stats); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
-	if len(stats.Disagreements) != maxShadowDisagreements {
-		t.Fatalf("kept %d disagreements, want %d", len(stats.Disagreements), maxShadowDisagreements)
+}
+
+func TestShadowOutcomeNote(t *testing.T) {
+	for _, tc := range []struct {
+		outcome shadowOutcome
+		want    string
+	}{
+		{shadowOutcome{result: metrics.ShadowOtherNode, nodes: []string{"n1", "n2"}}, "A shadow of schedulerName web would have placed the pod on n1 or n2, not on n0"},
+		{shadowOutcome{result: metrics.ShadowNoNode, reason: "0/3 nodes are available"}, "A shadow of schedulerName web would have found no node for the pod, which is on n0: 0/3 nodes are available"},
+		{shadowOutcome{result: metrics.ShadowError, reason: "boom"}, "A shadow of schedulerName web could not evaluate the pod's placement on n0: boom"},
+	} {
+		if diff := cmp.Diff(tc.want, tc.outcome.note("web", "n0")); diff != "" {
+			t.Errorf("note of %s (-want +got):\n%s", tc.outcome.result, diff)
+		}
 	}
-	last := 2 + maxShadowDisagreements
-	wantNewest := ShadowDisagreement{
-		Pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%d", last)}, UID: types.UID(fmt.Sprintf("uid-%d", last)),
-		ServingNode: "serving", ShadowNodes: []string{"other"}, Time: now.Add(time.Duration(last) * time.Second),
-	}
-	if diff := cmp.Diff(wantNewest, stats.Disagreements[0]); diff != "" {
-		t.Errorf("newest disagreement (-want +got):\n%s", diff)
-	}
-	if got := stats.Disagreements[maxShadowDisagreements-1].Pod.Name; got != "p3" {
-		t.Errorf("oldest disagreement kept is %s, want p3: older ones go first", got)
+	long := shadowOutcome{result: metrics.ShadowNoNode, reason: strings.Repeat("x", 2000)}
+	if got := len(long.note("web", "n0")); got > maxEventNoteLength {
+		t.Errorf("note of %d bytes, above the events API's %d", got, maxEventNoteLength)
 	}
 }
 

@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // SchedulingProfileSpec is an upstream KubeSchedulerProfile
@@ -220,6 +219,12 @@ type SchedulingProfileStatus struct {
 	// +listType=atomic
 	OmittedDefaultPlugins []string `json:"omittedDefaultPlugins,omitempty"`
 
+	// ServingSpecHash identifies the spec of servingGeneration as it
+	// compiles (shadowOf and schedulerName left out), as a shadow's
+	// status.shadow.specHash does the spec it evaluated.
+	// +optional
+	ServingSpecHash string `json:"servingSpecHash,omitempty"`
+
 	// Shadow is what a shadow profile (spec.shadowOf) found so far: how
 	// many placements it evaluated and how many it agrees with. The counts
 	// start again when the shadow's generation or its shadowOf changes, or
@@ -250,13 +255,25 @@ type RevisionReference struct {
 }
 
 // ShadowStatus counts what a shadow profile found, comparing its choice of
-// node with the node the serving scheduler chose, pod by pod.
+// node with the node the serving scheduler chose, pod by pod. It holds
+// counts only: who may read SchedulingProfiles may not read every
+// namespace's pods. Each disagreement is an event regarding its pod, in the
+// pod's namespace, and a log line.
 type ShadowStatus struct {
 	// Of is the schedulerName whose placements are evaluated.
 	Of string `json:"of"`
-	// Generation is the generation of the shadow the counts are for.
+	// Generation is the generation of the shadow the counts are for: the
+	// one it evaluated. It lags metadata.generation while a new spec is
+	// refused (the last valid one keeps evaluating) and until the new one
+	// starts; the counts start again with each generation, so they never
+	// mix two.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
+	// SpecHash identifies the spec of that generation as it compiles,
+	// leaving out shadowOf and schedulerName: promoting the shadow makes
+	// the live profile serve this hash (status.servingSpecHash).
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
 	// Since is when the counts started.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
@@ -281,33 +298,6 @@ type ShadowStatus struct {
 	// was full: the shadow fell behind.
 	// +optional
 	Dropped int64 `json:"dropped,omitempty"`
-	// Disagreements are the latest pods the shadow would have placed
-	// elsewhere or nowhere, newest first.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=10
-	Disagreements []ShadowDisagreement `json:"disagreements,omitempty"`
-}
-
-// ShadowDisagreement is one pod the shadow would have placed differently.
-type ShadowDisagreement struct {
-	// Pod is the pod's namespace/name.
-	Pod string `json:"pod"`
-	// PodUID is the pod's UID.
-	PodUID types.UID `json:"podUID"`
-	// ServingNode is the node the serving scheduler placed the pod on.
-	ServingNode string `json:"servingNode"`
-	// ShadowNodes are the nodes the shadow found equally best, at most a
-	// few of them; empty when it would have placed the pod nowhere.
-	// +optional
-	// +listType=atomic
-	ShadowNodes []string `json:"shadowNodes,omitempty"`
-	// ShadowReason is why the shadow would have placed the pod nowhere:
-	// the unschedulable message, or the error.
-	// +optional
-	ShadowReason string `json:"shadowReason,omitempty"`
-	// Time is when the shadow evaluated the pod.
-	Time metav1.Time `json:"time"`
 }
 
 // Condition types and reasons of a SchedulingProfile.
@@ -350,6 +340,12 @@ const (
 	// ReasonShadowing: the profile is a shadow (spec.shadowOf); it takes
 	// no pods, its instance evaluates another schedulerName's placements.
 	ReasonShadowing = "Shadowing"
+	// ReasonTooManyShadows: the operator already runs as many older
+	// shadows as its --max-shadows allows.
+	ReasonTooManyShadows = "TooManyShadows"
+	// ReasonShadowDisagreement is the reason of the event a shadow
+	// records on a pod it would have placed elsewhere or nowhere.
+	ReasonShadowDisagreement = "ShadowDisagreement"
 )
 
 // SchedulingProfile is a scheduler profile as a resource: pods whose

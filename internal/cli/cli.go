@@ -37,9 +37,10 @@ const Usage = `Usage:
   profile-scheduler [flags]                  run the operator
   profile-scheduler validate [flags] PATH... check SchedulingProfile manifests offline
   profile-scheduler convert [flags] FILE     turn a KubeSchedulerConfiguration into SchedulingProfiles
+  profile-scheduler promote [flags] SHADOW   make the live profile serve a shadow's evaluated spec
   profile-scheduler help                     print this help (also -h, --help)
 
-Run "profile-scheduler validate -h" or "profile-scheduler convert -h" for a
+Run "profile-scheduler validate -h", "convert -h" or "promote -h" for a
 subcommand's flags. The operator's flags:
 `
 

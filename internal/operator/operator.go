@@ -25,6 +25,7 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
@@ -63,6 +64,9 @@ type Options struct {
 	// ShadowStatusPeriod is how often shadow profiles' counts are written
 	// to their status at most (controllers.DefaultShadowStatusPeriod when 0).
 	ShadowStatusPeriod time.Duration
+	// MaxShadows is how many shadow profiles run at most, the oldest
+	// first; 0 means profilebuild.DefaultMaxShadows.
+	MaxShadows int
 	// AdmissionWebhook serves the SchedulingProfile validating webhook
 	// on the manager's webhook server, on every replica. The server's
 	// certificate is the caller's to set up (webhook.Certificates, or a
@@ -162,6 +166,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder, o.ReservedSchedulerNames,
 		controllers.WithRevisionNamespace(namespace),
 		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
+		controllers.WithMaxShadows(o.MaxShadows),
 	).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -199,7 +204,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		Client:                 clientset,
 	})
 	if o.AdmissionWebhook {
-		if err := webhook.Register(mgr, validator, mgr.GetCache()); err != nil {
+		maxShadows := o.MaxShadows
+		if maxShadows <= 0 {
+			maxShadows = profilebuild.DefaultMaxShadows
+		}
+		if err := webhook.Register(mgr, validator, mgr.GetCache(), maxShadows); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {

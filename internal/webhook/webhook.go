@@ -44,18 +44,20 @@ const Budget = 5 * time.Second
 
 // Register serves the webhook on mgr's webhook server. v validates specs;
 // profiles lists the SchedulingProfiles already stored, for the warning
-// about a schedulerName an older profile claims.
-func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader) error {
+// about a schedulerName an older profile claims and for maxShadows, the
+// number of shadow profiles allowed.
+func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader, maxShadows int) error {
 	return ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulingProfile{}).
-		WithValidator(&profileValidator{validator: v, profiles: profiles, budget: Budget, builds: make(chan struct{}, MaxConcurrentBuilds)}).
+		WithValidator(&profileValidator{validator: v, profiles: profiles, maxShadows: maxShadows, budget: Budget, builds: make(chan struct{}, MaxConcurrentBuilds)}).
 		Complete()
 }
 
 // profileValidator checks SchedulingProfiles on create and update.
 type profileValidator struct {
-	validator *validation.Validator
-	profiles  client.Reader
-	budget    time.Duration
+	validator  *validation.Validator
+	profiles   client.Reader
+	maxShadows int
+	budget     time.Duration
 	// builds holds a token per validation building an instance, taken
 	// before it starts and given back when it ends, also after its
 	// request ran out of time: anyone who can reach the webhook's port
@@ -94,6 +96,9 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 	logger := klog.FromContext(ctx).WithValues("schedulingProfile", klog.KObj(sp))
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), p.budget)
 	defer cancel()
+	if err := shadowLimit(ctx, p.profiles, sp, p.maxShadows); err != nil {
+		return nil, err
+	}
 	// Building an instance runs plugin factories, which do not all heed
 	// ctx; the answer is given when the budget runs out, and a build
 	// still running then finishes and is closed on its own.

@@ -51,10 +51,11 @@ func TestValidate(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	stored := profile("first", now.Add(-time.Hour), schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")})
 	p := &profileValidator{
-		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
-		profiles:  fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
-		budget:    buildTime / 3,
-		builds:    make(chan struct{}, MaxConcurrentBuilds),
+		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
+		profiles:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
+		maxShadows: 1,
+		budget:     buildTime / 3,
+		builds:     make(chan struct{}, MaxConcurrentBuilds),
 	}
 	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
@@ -171,10 +172,11 @@ func TestBuildsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &profileValidator{
-		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
-		profiles:  fake.NewClientBuilder().WithScheme(scheme).Build(),
-		budget:    50 * time.Millisecond,
-		builds:    make(chan struct{}, MaxConcurrentBuilds),
+		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
+		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
+		maxShadows: 1,
+		budget:     50 * time.Millisecond,
+		builds:     make(chan struct{}, MaxConcurrentBuilds),
 	}
 	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
