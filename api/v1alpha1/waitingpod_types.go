@@ -222,6 +222,10 @@ const (
 	// ReasonProfileGone: the decision was made for a SchedulingProfile
 	// (spec.profileUID) that no longer exists; it applies to no other.
 	ReasonProfileGone = "ProfileGone"
+	// ReasonOtherProfile: the decision was made for another
+	// SchedulingProfile (spec.profileUID) than the one holding the pod now,
+	// which still exists; it applies to that profile only.
+	ReasonOtherProfile = "OtherProfile"
 )
 
 // WaitingPod is a pod held at the Permit extension point, made visible so a
