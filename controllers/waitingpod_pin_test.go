@@ -79,4 +79,3 @@ func TestManualApprovalHonoursOnlyDecisionsPinnedToItsProfile(t *testing.T) {
 		})
 	}
 }
-

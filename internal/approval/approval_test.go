@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -76,6 +77,39 @@ func TestPinOf(t *testing.T) {
 			spec := &schedulingv1alpha1.WaitingPodSpec{PodUID: "p", Decision: schedulingv1alpha1.DecisionApprove, ProfileUID: tc.pinned}
 			if diff := cmp.Diff(tc.want, PinOf(spec, tc.holder, profiles)); diff != "" {
 				t.Errorf("PinOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNotMember(t *testing.T) {
+	served := map[string]ServedProfile{
+		"gangs":     {Permit: []string{"Coscheduling", "ManualApproval"}},
+		"approvals": {Permit: []string{"ManualApproval"}},
+	}
+	// waitingPod claims group train by its pod's label, with the status the
+	// operator wrote.
+	waitingPod := func(profile, group string) *schedulingv1alpha1.WaitingPod {
+		return &schedulingv1alpha1.WaitingPod{
+			ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: map[string]string{podgroupv1alpha1.PodGroupLabel: "train"}},
+			Status:     schedulingv1alpha1.WaitingPodStatus{Profile: profile, PodGroup: group},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		wp   *schedulingv1alpha1.WaitingPod
+		want string
+	}{
+		{name: "held by a Coscheduling profile, shown in the group", wp: waitingPod("gangs", "train"), want: ""},
+		{name: "a label and nothing the scheduler observed", wp: waitingPod("", ""), want: "the scheduler shows no profile holding it"},
+		{name: "a profile without Coscheduling, whatever its status says", wp: waitingPod("approvals", "train"),
+			want: `its profile "approvals" does not run Coscheduling, so its pod's group label makes it no member`},
+		{name: "a profile that serves no pods now", wp: waitingPod("gone", "train"), want: `its profile "gone" serves no pods now`},
+		{name: "held by a Coscheduling profile, not shown in the group", wp: waitingPod("gangs", ""), want: "the scheduler does not show it in the group"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, NotMember(tc.wp, "train", served)); diff != "" {
+				t.Errorf("notMember (-want +got):\n%s", diff)
 			}
 		})
 	}

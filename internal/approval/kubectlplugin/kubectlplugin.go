@@ -21,21 +21,15 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -143,20 +137,12 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 	// mode) are the user's to read, printed as kubectl prints them; the
 	// client's default would send them to a logger this command never sets.
 	cfg.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true})
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := newAPIClient(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	d := &decider{opts: o, client: c, clientset: cs, stdout: stdout, stderr: stderr}
+	d := &decider{opts: o, client: c, stdout: stdout, stderr: stderr}
 	if err := d.run(ctx); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -231,12 +217,11 @@ func parseTarget(arg string) (target, error) {
 }
 
 type decider struct {
-	opts      options
-	client    client.Client
-	clientset kubernetes.Interface
-	stdout    io.Writer
-	stderr    io.Writer
-	user      string
+	opts   options
+	client *apiClient
+	stdout io.Writer
+	stderr io.Writer
+	user   string
 	// served is what the SchedulingProfiles' status says, read once per
 	// run when first needed.
 	served map[string]approval.ServedProfile
@@ -248,8 +233,8 @@ func (d *decider) servedProfiles(ctx context.Context) (map[string]approval.Serve
 	if d.served != nil {
 		return d.served, nil
 	}
-	var list schedulingv1alpha1.SchedulingProfileList
-	if err := d.client.List(ctx, &list); err != nil {
+	list, err := d.client.listProfiles(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("listing SchedulingProfiles: %w", err)
 	}
 	d.served = approval.ServedProfiles(list.Items)
@@ -288,11 +273,11 @@ func (d *decider) run(ctx context.Context) error {
 	if d.opts.undo {
 		return d.runUndo(ctx)
 	}
-	review, err := d.clientset.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	user, err := d.client.whoAmI(ctx)
 	if err != nil {
 		return fmt.Errorf("finding out who you are (SelfSubjectReview): %w", err)
 	}
-	d.user = review.Status.UserInfo.Username
+	d.user = user
 
 	targets, err := d.targets(ctx)
 	if err != nil {
@@ -334,8 +319,8 @@ func (d *decider) run(ctx context.Context) error {
 // how many targets it stood for (its members, or itself when it has none)
 // and the names of those not decided.
 func (d *decider) decideGroup(ctx context.Context, group string) (int, []string) {
-	var list schedulingv1alpha1.WaitingPodList
-	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace)); err != nil {
+	list, err := d.client.listWaitingPods(ctx, d.opts.namespace, labels.Everything())
+	if err != nil {
 		fmt.Fprintf(d.stderr, "error: podgroup/%s: listing WaitingPods: %v\n", group, err)
 		return 1, []string{"podgroup/" + group}
 	}
@@ -396,8 +381,8 @@ func (d *decider) targets(ctx context.Context) ([]target, error) {
 		return out, nil
 	}
 	sel, _ := labels.Parse(d.opts.selector) // validated already
-	var list schedulingv1alpha1.WaitingPodList
-	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	list, err := d.client.listWaitingPods(ctx, d.opts.namespace, sel)
+	if err != nil {
 		return nil, err
 	}
 	var out []target
@@ -447,11 +432,10 @@ func (d *decider) runUndo(ctx context.Context) error {
 // command saw: if someone undid it and the pod was held and decided anew in
 // the meantime, that newer WaitingPod is left alone.
 func (d *decider) undo(ctx context.Context, t target) error {
-	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
-	wp := &schedulingv1alpha1.WaitingPod{}
-	if err := d.client.Get(ctx, key, wp); err != nil {
+	wp, err := d.client.getWaitingPod(ctx, d.opts.namespace, t.name)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("waitingpod %s/%s not found: there is no rejection to undo", key.Namespace, key.Name)
+			return fmt.Errorf("waitingpod %s/%s not found: there is no rejection to undo", d.opts.namespace, t.name)
 		}
 		return err
 	}
@@ -477,12 +461,7 @@ func (d *decider) undo(ctx context.Context, t target) error {
 		fmt.Fprintf(d.stdout, "%s (dry run)\n", done)
 		return nil
 	}
-	uid := wp.UID
-	opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
-	if d.opts.dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	if err := d.client.Delete(ctx, wp, opts...); err != nil {
+	if err := d.client.deleteWaitingPod(ctx, wp, d.opts.dryRun == "server"); err != nil {
 		switch {
 		case apierrors.IsConflict(err):
 			return fmt.Errorf("waitingpod %s/%s was replaced while undoing; nothing was undone, look at it and run the command again", wp.Namespace, wp.Name)
@@ -499,9 +478,7 @@ func (d *decider) undo(ctx context.Context, t target) error {
 // held yet gets a WaitingPod carrying the decision, which applies when the
 // pod reaches Permit.
 func (d *decider) decide(ctx context.Context, t target) error {
-	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
-	wp := &schedulingv1alpha1.WaitingPod{}
-	err := d.client.Get(ctx, key, wp)
+	wp, err := d.client.getWaitingPod(ctx, d.opts.namespace, t.name)
 	if apierrors.IsNotFound(err) {
 		return d.decideAhead(ctx, t)
 	}
@@ -528,8 +505,8 @@ func (d *decider) decideMember(ctx context.Context, group string, wp *scheduling
 		if !errors.As(err, &changed) {
 			break
 		}
-		cur := &schedulingv1alpha1.WaitingPod{}
-		if getErr := d.client.Get(ctx, client.ObjectKeyFromObject(wp), cur); getErr != nil || cur.UID != wp.UID || cur.Status.PodGroup != group {
+		cur, getErr := d.client.getWaitingPod(ctx, wp.Namespace, wp.Name)
+		if getErr != nil || cur.UID != wp.UID || cur.Status.PodGroup != group {
 			break
 		}
 		err = d.decideWaitingPod(ctx, cur)
@@ -616,7 +593,7 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 	}
 	// The optimistic lock turns a race with another approver into a
 	// conflict instead of silently overwriting their decision.
-	if err := d.client.Patch(ctx, wp, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), d.dryRunOpts()...); err != nil {
+	if err := d.client.patchWaitingPod(ctx, orig, wp, d.opts.dryRun == "server"); err != nil {
 		if apierrors.IsConflict(err) {
 			return &changedError{namespace: wp.Namespace, name: wp.Name}
 		}
@@ -663,8 +640,8 @@ func (d *decider) warnStillHeld(wp *schedulingv1alpha1.WaitingPod) {
 // pendingPod is the pending pod name, for a WaitingPod that the operator
 // does not show held by ManualApproval, or whose spec names no pod yet.
 func (d *decider) pendingPod(ctx context.Context, name string) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: name}, pod); err != nil {
+	pod, err := d.client.getPod(ctx, d.opts.namespace, name)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("pod %s/%s is gone; there is nothing to decide", d.opts.namespace, name)
 		}
@@ -677,8 +654,8 @@ func (d *decider) pendingPod(ctx context.Context, name string) (*corev1.Pod, err
 }
 
 func (d *decider) decideAhead(ctx context.Context, t target) error {
-	pod := &corev1.Pod{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}, pod); err != nil {
+	pod, err := d.client.getPod(ctx, d.opts.namespace, t.name)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s %q not found in namespace %s (no WaitingPod and no Pod of that name)", t.kind, t.name, d.opts.namespace)
 		}
@@ -713,7 +690,7 @@ func (d *decider) decideAhead(ctx context.Context, t target) error {
 		d.report("pod/"+pod.Name, approval.Verb(d.opts.decision)+" ahead of Permit", pod.UID, "", note)
 		return nil
 	}
-	if err := d.client.Create(ctx, wp, d.dryRunCreateOpts()...); err != nil {
+	if err := d.client.createWaitingPod(ctx, wp, d.opts.dryRun == "server"); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("pod %s/%s started waiting meanwhile; run the command again", pod.Namespace, pod.Name)
 		}
@@ -727,20 +704,6 @@ func (d *decider) fill(spec *schedulingv1alpha1.WaitingPodSpec) {
 	spec.Decision = d.opts.decision
 	spec.Reason = d.opts.reason
 	spec.DecidedBy = d.user
-}
-
-func (d *decider) dryRunOpts() []client.PatchOption {
-	if d.opts.dryRun == "server" {
-		return []client.PatchOption{client.DryRunAll}
-	}
-	return nil
-}
-
-func (d *decider) dryRunCreateOpts() []client.CreateOption {
-	if d.opts.dryRun == "server" {
-		return []client.CreateOption{client.DryRunAll}
-	}
-	return nil
 }
 
 func (d *decider) dryRunSuffix() string {
