@@ -104,6 +104,9 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		decision schedulingv1alpha1.Decision
 		// specUID is the pod the decision names.
 		specUID types.UID
+		// pinned is the profile the decision is pinned to: b-uid serves
+		// the pod, a-uid is a shadow now.
+		pinned types.UID
 		// pending are the Permit plugins holding the pod; nil: not held.
 		pending []string
 
@@ -160,6 +163,22 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		decision: schedulingv1alpha1.DecisionApprove,
 		pending:  []string{manualapproval.Name},
 	}, {
+		name:          "an approval pinned to the profile serving the pod is delivered",
+		decision:      schedulingv1alpha1.DecisionApprove,
+		specUID:       podUID,
+		pinned:        "b-uid",
+		pending:       []string{manualapproval.Name},
+		wantAllowed:   []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by alice; the pod proceeds to binding on node-1"},
+	}, {
+		name:     "an approval pinned to a profile that no longer serves the pod releases nothing",
+		decision: schedulingv1alpha1.DecisionApprove,
+		specUID:  podUID,
+		pinned:   "a-uid",
+		pending:  []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonOtherProfile,
+			Message: `Approved by alice for another SchedulingProfile (UID a-uid) than "approvals", which serves the pod now; it does not apply to this profile: delete this WaitingPod and decide again`},
+	}, {
 		name:     "a decision for another pod of the same name is not delivered",
 		decision: schedulingv1alpha1.DecisionApprove,
 		specUID:  "earlier-pod-uid",
@@ -173,13 +192,14 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 			}
 			wp := &schedulingv1alpha1.WaitingPod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"},
-				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: tc.specUID, Decision: tc.decision, DecidedBy: "alice"},
+				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: tc.specUID, Decision: tc.decision, DecidedBy: "alice", ProfileUID: tc.pinned},
 				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
 			}
 			scheme := runtime.NewScheme()
 			utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, wp).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, wp,
+				servingProfile("a", "a-uid", ""), servingProfile("b", "b-uid", "approvals")).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
 
 			fwk := &fakeFramework{}
 			if tc.pending != nil {
