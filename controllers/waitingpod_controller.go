@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,17 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
-)
-
-// Condition reasons the reconciler writes on WaitingPods.
-const (
-	// reasonDelivered: the decision reached the held pod.
-	reasonDelivered = "Delivered"
-	// reasonRecorded: the pod is not held now; the decision applies when it
-	// reaches Permit again.
-	reasonRecorded = "Recorded"
 )
 
 // WaitingPodReconciler carries people's decisions to the ManualApproval
@@ -199,7 +190,7 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if uid := podUIDOf(wp); pod == nil || (uid != "" && pod.UID != uid) {
+	if uid := approval.PodUIDOf(wp); pod == nil || (uid != "" && pod.UID != uid) {
 		return r.expire(ctx, wp, "its pod is gone")
 	}
 	if pod.Spec.NodeName != "" {
@@ -223,99 +214,80 @@ func (r *WaitingPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // deliver hands the decision to the instance holding the pod, or records
-// it for when the pod reaches Permit again.
+// it for when the pod reaches Permit again. What becomes of it is the
+// approval domain's to say; this only acts on it.
 func (r *WaitingPodReconciler) deliver(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, pod *corev1.Pod) {
 	logger := klog.FromContext(ctx)
 	spec := &wp.Spec
-	condType := schedulingv1alpha1.WaitingPodApproved
-	if spec.Decision == schedulingv1alpha1.DecisionReject {
-		condType = schedulingv1alpha1.WaitingPodRejected
-	}
+	condType := approval.ConditionType(spec.Decision)
 	// What this operator did with the decision before, from its own
 	// record: the status is for people to read, not to decide from.
 	prev := r.decisions.Decision(wp)
 	already := prev != nil
-	if gone, err := pinnedProfileGone(ctx, r.client, spec); err != nil || gone {
-		if err == nil && (prev == nil || prev.Reason != schedulingv1alpha1.ReasonProfileGone) {
-			msg := fmt.Sprintf("%s by %s for a SchedulingProfile (UID %s) that was deleted since; it does not apply to the profile holding the pod now: delete this WaitingPod and decide again",
-				decided(spec.Decision), spec.DecidedBy, spec.ProfileUID)
-			r.decisions.RecordDecision(wp, metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonProfileGone, Message: msg})
-			r.recorder.Eventf(pod, wp, corev1.EventTypeWarning, schedulingv1alpha1.ReasonProfileGone, "Decide", "%s", msg)
+
+	held, profile := r.profiles.GetWaitingPod(pod.UID)
+	if held == nil {
+		profile = pod.Spec.SchedulerName
+	}
+	pin, err := pinOf(ctx, r.client, spec, profile)
+	if err != nil {
+		logger.Error(err, "Reading the SchedulingProfiles a decision may be pinned to", "waitingPod", klog.KObj(wp))
+		return
+	}
+	if pin != approval.PinHolds {
+		cond := approval.PinCondition(spec, pin, profile)
+		if prev == nil || prev.Reason != cond.Reason {
+			r.decisions.RecordDecision(wp, cond)
+			r.recorder.Eventf(pod, wp, corev1.EventTypeWarning, cond.Reason, "Decide", "%s", cond.Message)
 		}
 		return
 	}
 
-	held, profile := r.profiles.GetWaitingPod(pod.UID)
-	var pending, others []string
+	var hold *approval.Hold
 	if held != nil {
-		pending = held.GetPendingPlugins()
-		others = otherPlugins(pending)
-		if len(pending) == 0 {
-			// Every plugin allowed it already; it is on its way to binding.
-			held = nil
-		}
+		hold = &approval.Hold{Pending: held.GetPendingPlugins(), Node: held.GetNodeName()}
 	}
-	reason, msg := reasonRecorded, ""
-	switch {
-	case held != nil && !slices.Contains(pending, manualapproval.Name):
-		// Held, but not by ManualApproval (it allowed the pod already, or
-		// the profile does not run it): the decision is kept for
-		// ManualApproval and releases nothing.
-		reason = schedulingv1alpha1.ReasonHeldByOtherPlugins
-		msg = fmt.Sprintf("%s by %s, but the pod was not released: it is held by %s, not %s, and a decision does not release it from them",
-			decided(spec.Decision), spec.DecidedBy, strings.Join(others, ", "), manualapproval.Name)
-	case held != nil && spec.Decision == schedulingv1alpha1.DecisionApprove:
+	d := approval.Deliver(spec, hold)
+	switch d.Action {
+	case approval.Allow:
 		held.Allow(manualapproval.Name)
-		reason, msg = reasonDelivered, fmt.Sprintf("Approved by %s; the pod proceeds to binding on %s", spec.DecidedBy, held.GetNodeName())
-		if len(others) > 0 {
-			msg = fmt.Sprintf("Approved by %s; the pod is still held on %s by %s, which an approval does not release", spec.DecidedBy, held.GetNodeName(), strings.Join(others, ", "))
-		}
-	case held != nil:
-		held.Reject(manualapproval.Name, manualapproval.RejectionMessage(spec))
-		reason, msg = reasonDelivered, fmt.Sprintf("Rejected by %s; the pod returned to pending", spec.DecidedBy)
-	case spec.Decision == schedulingv1alpha1.DecisionApprove:
-		// Not held now (never yet, or its window ended, or the scheduler
-		// restarted): retry it at once rather than after its backoff, and
-		// ManualApproval lets it through at Permit.
-		if fwk := r.profiles.Get(pod.Spec.SchedulerName); fwk != nil && !already {
-			fwk.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
-		}
-		msg = fmt.Sprintf("Approved by %s; applies when the pod reaches Permit", spec.DecidedBy)
+	case approval.Reject:
+		held.Reject(manualapproval.Name, decisionOf(spec).RejectionMessage())
 	default:
-		msg = fmt.Sprintf("Rejected by %s; the pod will not be let through Permit", spec.DecidedBy)
+		if spec.Decision == schedulingv1alpha1.DecisionApprove && d.Reason == approval.ReasonRecorded && !already {
+			// Not held now (never yet, or its window ended, or the
+			// scheduler restarted): retry it at once rather than after
+			// its backoff, and ManualApproval lets it through at Permit.
+			if fwk := r.profiles.Get(pod.Spec.SchedulerName); fwk != nil {
+				fwk.Activate(logger, map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+			}
+		}
 	}
-	if already && reason != reasonDelivered && (prev.Reason == reason || prev.Reason == reasonDelivered) {
+	if already && d.Reason != approval.ReasonDelivered && (prev.Reason == d.Reason || prev.Reason == approval.ReasonDelivered) {
 		// Delivered, or said the same, before; nothing new to say.
 		return
 	}
+	msg := d.Message
 	if spec.Reason != "" {
 		msg += ": " + spec.Reason
 	}
-	r.decisions.RecordDecision(wp, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	r.decisions.RecordDecision(wp, metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: d.Reason, Message: msg})
 	if !already {
 		eventType := corev1.EventTypeNormal
-		if condType == schedulingv1alpha1.WaitingPodRejected || reason == schedulingv1alpha1.ReasonHeldByOtherPlugins {
+		if condType == schedulingv1alpha1.WaitingPodRejected || d.Reason == schedulingv1alpha1.ReasonHeldByOtherPlugins {
 			eventType = corev1.EventTypeWarning
 		}
 		// The event on the Pod is the audit line that outlives the WaitingPod.
 		r.recorder.Eventf(pod, wp, eventType, condType, "Decide", "%s", msg)
-		logger.Info("Delivered decision", "waitingPod", klog.KObj(wp), "decision", spec.Decision, "decidedBy", spec.DecidedBy, "profile", profile, "held", held != nil, "reason", reason)
+		logger.Info("Delivered decision", "waitingPod", klog.KObj(wp), "decision", spec.Decision, "decidedBy", spec.DecidedBy, "profile", profile, "held", d.Action != approval.Record, "reason", d.Reason)
 	}
-}
-
-// decided is how decision starts a message: "Approved" or "Rejected".
-func decided(decision schedulingv1alpha1.Decision) string {
-	if decision == schedulingv1alpha1.DecisionReject {
-		return "Rejected"
-	}
-	return "Approved"
 }
 
 // expire removes a WaitingPod whose pod no longer needs it, once it has
 // been resolved for the retention time.
 func (r *WaitingPodReconciler) expire(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, why string) (ctrl.Result, error) {
 	since := wp.CreationTimestamp.Time
-	mine := mirrorConditionTypes()
+	mine := approval.OperatorConditionTypes()
 	for _, c := range wp.Status.Conditions {
 		// Only the operator's conditions say when the wait was resolved:
 		// another writer's, kept fresh, must not keep the WaitingPod.
@@ -342,38 +314,42 @@ type Decisions struct {
 
 var _ manualapproval.Decisions = Decisions{}
 
-// Decision returns the decided spec of the WaitingPod namespace/name if it
-// was made for the pod with uid.
-func (d Decisions) Decision(ctx context.Context, namespace, name string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error) {
+// Decision returns the decision of the WaitingPod q names if it was made for
+// the pod q names and belongs to the profile serving q.Profile.
+func (d Decisions) Decision(ctx context.Context, q manualapproval.Query) (*manualapproval.Decision, error) {
 	wp := &schedulingv1alpha1.WaitingPod{}
-	if err := d.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, wp); err != nil {
+	if err := d.Reader.Get(ctx, types.NamespacedName{Namespace: q.Namespace, Name: q.Name}, wp); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	// Only the pod the decision names: never status.podUID, which says
 	// which pod the scheduler held, not which pod a person decided on.
-	if wp.Spec.Decision == "" || wp.Spec.PodUID != uid {
+	if wp.Spec.Decision == "" || wp.Spec.PodUID != q.PodUID {
 		return nil, nil
 	}
-	if gone, err := pinnedProfileGone(ctx, d.Reader, &wp.Spec); err != nil || gone {
+	if pin, err := pinOf(ctx, d.Reader, &wp.Spec, q.Profile); err != nil || pin != approval.PinHolds {
 		return nil, err
 	}
-	return &wp.Spec, nil
+	return decisionOf(&wp.Spec), nil
 }
 
-// pinnedProfileGone tells whether spec's decision was pinned to a
-// SchedulingProfile that no longer exists: a profile deleted and created
-// again under its name is another one, and the decision is not its. r is
-// the manager's cache, so Permit makes no API call here; the profiles are
-// only read, so the cache hands them over without copying each one.
-func pinnedProfileGone(ctx context.Context, r client.Reader, spec *schedulingv1alpha1.WaitingPodSpec) (bool, error) {
+// decisionOf is spec's decision as ManualApproval takes it.
+func decisionOf(spec *schedulingv1alpha1.WaitingPodSpec) *manualapproval.Decision {
+	return &manualapproval.Decision{Approve: spec.Decision == schedulingv1alpha1.DecisionApprove, DecidedBy: spec.DecidedBy, Reason: spec.Reason}
+}
+
+// pinOf says whether spec's decision belongs to the SchedulingProfile that
+// serves profile, the schedulerName of the instance holding the pod: the
+// one whose status shows it Active for that name, as kubectl approve pins
+// it. r is the manager's cache, so Permit makes no API call here; the
+// profiles are only read, so the cache hands them over without copying
+// each one.
+func pinOf(ctx context.Context, r client.Reader, spec *schedulingv1alpha1.WaitingPodSpec, profile string) (approval.Pin, error) {
 	if spec.ProfileUID == "" {
-		return false, nil
+		return approval.PinHolds, nil
 	}
 	var list schedulingv1alpha1.SchedulingProfileList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
+		return approval.PinHolds, err
 	}
-	return !slices.ContainsFunc(list.Items, func(sp schedulingv1alpha1.SchedulingProfile) bool {
-		return sp.UID == spec.ProfileUID && sp.DeletionTimestamp == nil
-	}), nil
+	return approval.PinOf(spec, approval.ServedProfiles(list.Items)[profile].UID, list.Items), nil
 }

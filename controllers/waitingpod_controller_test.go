@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
@@ -103,6 +104,9 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		decision schedulingv1alpha1.Decision
 		// specUID is the pod the decision names.
 		specUID types.UID
+		// pinned is the profile the decision is pinned to: b-uid serves
+		// the pod, a-uid is a shadow now.
+		pinned types.UID
 		// pending are the Permit plugins holding the pod; nil: not held.
 		pending []string
 
@@ -116,14 +120,14 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		specUID:       podUID,
 		pending:       []string{manualapproval.Name},
 		wantAllowed:   []string{manualapproval.Name},
-		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice; the pod proceeds to binding on node-1"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by alice; the pod proceeds to binding on node-1"},
 	}, {
 		name:          "an approval allows ManualApproval and leaves another plugin's hold",
 		decision:      schedulingv1alpha1.DecisionApprove,
 		specUID:       podUID,
 		pending:       []string{"Gang", manualapproval.Name},
 		wantAllowed:   []string{manualapproval.Name},
-		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice; the pod is still held on node-1 by Gang, which an approval does not release"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by alice; the pod is still held on node-1 by Gang, which an approval does not release"},
 	}, {
 		name:     "an approval does not release a pod held by other plugins only",
 		decision: schedulingv1alpha1.DecisionApprove,
@@ -137,7 +141,7 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		specUID:      podUID,
 		pending:      []string{"Gang", manualapproval.Name},
 		wantRejected: []string{manualapproval.Name},
-		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: reasonDelivered,
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered,
 			Message: "Rejected by alice; the pod returned to pending"},
 	}, {
 		name:     "a rejection does not touch a pod held by other plugins only",
@@ -151,13 +155,29 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 		decision:      schedulingv1alpha1.DecisionApprove,
 		specUID:       podUID,
 		wantActivated: []string{"ns/train-0"},
-		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonRecorded, Message: "Approved by alice; applies when the pod reaches Permit"},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonRecorded, Message: "Approved by alice; applies when the pod reaches Permit"},
 	}, {
 		// Stored before the API server required spec.podUID: status.podUID
 		// says which pod was held, not which one alice decided on.
 		name:     "a decision without spec.podUID is not delivered",
 		decision: schedulingv1alpha1.DecisionApprove,
 		pending:  []string{manualapproval.Name},
+	}, {
+		name:          "an approval pinned to the profile serving the pod is delivered",
+		decision:      schedulingv1alpha1.DecisionApprove,
+		specUID:       podUID,
+		pinned:        "b-uid",
+		pending:       []string{manualapproval.Name},
+		wantAllowed:   []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by alice; the pod proceeds to binding on node-1"},
+	}, {
+		name:     "an approval pinned to a profile that no longer serves the pod releases nothing",
+		decision: schedulingv1alpha1.DecisionApprove,
+		specUID:  podUID,
+		pinned:   "a-uid",
+		pending:  []string{manualapproval.Name},
+		wantCondition: &metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonOtherProfile,
+			Message: `Approved by alice for another SchedulingProfile (UID a-uid) than "approvals", which serves the pod now; it does not apply to this profile: delete this WaitingPod and decide again`},
 	}, {
 		name:     "a decision for another pod of the same name is not delivered",
 		decision: schedulingv1alpha1.DecisionApprove,
@@ -172,13 +192,14 @@ func TestReconcileDeliversDecisionsToManualApprovalOnly(t *testing.T) {
 			}
 			wp := &schedulingv1alpha1.WaitingPod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train-0"},
-				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: tc.specUID, Decision: tc.decision, DecidedBy: "alice"},
+				Spec:       schedulingv1alpha1.WaitingPodSpec{PodUID: tc.specUID, Decision: tc.decision, DecidedBy: "alice", ProfileUID: tc.pinned},
 				Status:     schedulingv1alpha1.WaitingPodStatus{PodUID: podUID, Profile: "approvals"},
 			}
 			scheme := runtime.NewScheme()
 			utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 			utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, wp).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, wp,
+				servingProfile("a", "a-uid", ""), servingProfile("b", "b-uid", "approvals")).WithStatusSubresource(&schedulingv1alpha1.WaitingPod{}).Build()
 
 			fwk := &fakeFramework{}
 			if tc.pending != nil {
@@ -218,11 +239,11 @@ func TestDecisionsNeverFallBackToStatusPodUID(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		spec schedulingv1alpha1.WaitingPodSpec
-		want *schedulingv1alpha1.WaitingPodSpec
+		want *manualapproval.Decision
 	}{{
 		name: "a decision for the pod",
 		spec: schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
-		want: &schedulingv1alpha1.WaitingPodSpec{PodUID: podUID, Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
+		want: &manualapproval.Decision{Approve: true, DecidedBy: "alice"},
 	}, {
 		name: "a decision that names no pod",
 		spec: schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"},
@@ -243,41 +264,12 @@ func TestDecisionsNeverFallBackToStatusPodUID(t *testing.T) {
 				Status: schedulingv1alpha1.WaitingPodStatus{PodUID: podUID},
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wp).Build()
-			got, err := Decisions{Reader: c}.Decision(context.Background(), "ns", "train-0", podUID)
+			got, err := Decisions{Reader: c}.Decision(context.Background(), manualapproval.Query{Namespace: "ns", Name: "train-0", PodUID: podUID, Profile: "approvals"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Decision (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestDecidableCondition(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		pending []string
-		want    metav1.Condition
-	}{{
-		name:    "ManualApproval alone",
-		pending: []string{manualapproval.Name},
-		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
-			Message: "ManualApproval holds the pod until a decision"},
-	}, {
-		name:    "ManualApproval and others",
-		pending: []string{"Quota", manualapproval.Name, "Gang"},
-		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
-			Message: "ManualApproval holds the pod until a decision; it is also held by Gang, Quota, which a decision does not release"},
-	}, {
-		name:    "others only",
-		pending: []string{"Gang"},
-		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
-			Message: "Held by Gang, not by ManualApproval; a decision does not release the pod from them"},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, decidableCondition(tc.pending)); diff != "" {
-				t.Errorf("decidableCondition (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +20,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +27,9 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
 // Condition reasons the mirror writes on WaitingPods.
@@ -142,29 +140,6 @@ type PermitHolders interface {
 	// WaitingPodRunsPermit reports whether the instance in which the pod
 	// with uid waits runs plugin at Permit.
 	WaitingPodRunsPermit(uid types.UID, plugin string) bool
-}
-
-// ClaimAllocations is the scheduler's own view of ResourceClaims, which
-// the ResourceClaimTracker of its DRA manager gives: a held pod's devices
-// are set aside there in Reserve and written to its claims only in PreBind,
-// after Permit, so no API object shows them while the pod waits.
-type ClaimAllocations interface {
-	// Get returns a claim as the scheduler knows it.
-	Get(namespace, claimName string) (*resourceapi.ResourceClaim, error)
-	// GetPendingAllocation returns the allocation of a claim decided in
-	// Reserve and not written yet, or nil.
-	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
-	// PendingExtendedResourceClaim returns the claim, in memory until
-	// PreBind creates it, whose allocation Reserve decided for the
-	// extended resources backed by DRA of the pod with podUID, or nil.
-	PendingExtendedResourceClaim(podUID types.UID) *resourceapi.ResourceClaim
-}
-
-// heldDevices are the devices a held pod would get: per claim it names,
-// and for its extended resources backed by DRA.
-type heldDevices struct {
-	claims   []schedulingv1alpha1.ClaimAllocation
-	extended []schedulingv1alpha1.AllocatedDevice
 }
 
 // NewWaitingPodMirror returns a mirror that writes with c, records on
@@ -441,7 +416,7 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		// show that one, or it was deleted. The informer's event for it
 		// brings the key back.
 		return nil
-	case rec.pod != nil && podUIDOf(wp) != "" && podUIDOf(wp) != rec.pod.UID:
+	case rec.pod != nil && approval.PodUIDOf(wp) != "" && approval.PodUIDOf(wp) != rec.pod.UID:
 		if !holding {
 			// Another pod's WaitingPod; the record's pod and its wait
 			// are past.
@@ -580,7 +555,7 @@ func podCondition(rec *record, name string, now time.Time) (*applycorev1.PodCond
 			}
 		}
 		where := "see kubectl get waitingpod/" + name
-		if slices.Contains(pending, manualapproval.Name) {
+		if approval.HeldByManualApproval(pending) {
 			where = "decide with kubectl approve|reject waitingpod/" + name
 		}
 		note := fmt.Sprintf("Held at Permit by %s until %s: %s", strings.Join(pending, ", "), until.UTC().Truncate(time.Second).Format(time.RFC3339), where)
@@ -616,64 +591,6 @@ func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string,
 		return "", client.IgnoreNotFound(err)
 	}
 	return name, nil
-}
-
-// devicesOf is, while the record's pod is held, the devices it would get,
-// read from the scheduler's memory: those set aside for its extended
-// resources backed by DRA, and for each of its ResourceClaims the
-// allocation made in Reserve for the pod, or the claim's own allocation
-// when it was allocated before (a claim shared with a running pod). Only
-// the pod's own claims are read, found as DynamicResources finds them: the
-// claim an entry names, or the one made from its template for this pod. A
-// claim not made yet, or without an allocation, is left out: it holds no
-// devices for the pod.
-func (m *WaitingPodMirror) devicesOf(ctx context.Context, rec *record) heldDevices {
-	if rec.pod == nil || !rec.observed || rec.resolved {
-		return heldDevices{}
-	}
-	pod := rec.pod
-	var held heldDevices
-	if claim := m.claims.PendingExtendedResourceClaim(pod.UID); claim != nil && claim.Status.Allocation != nil {
-		held.extended = allocatedDevices(claim.Status.Allocation)
-	}
-	for i := range pod.Spec.ResourceClaims {
-		podClaim := &pod.Spec.ResourceClaims[i]
-		name, mustCheckOwner, err := resourceclaim.Name(pod, podClaim)
-		if err != nil || name == nil {
-			continue
-		}
-		claim, err := m.claims.Get(pod.Namespace, *name)
-		if err != nil {
-			klog.FromContext(ctx).V(4).Info("Claim of held pod not known to the scheduler", "pod", klog.KObj(pod), "resourceClaim", *name, "err", err)
-			continue
-		}
-		if mustCheckOwner && resourceclaim.IsForPod(pod, claim, false) != nil {
-			// Made from the template for another pod of the name
-			// (PodGroup claims, DRAWorkloadResourceClaims, are off
-			// by default upstream and not built).
-			continue
-		}
-		allocation := m.claims.GetPendingAllocation(claim.UID)
-		if allocation == nil {
-			allocation = claim.Status.Allocation
-		}
-		if allocation == nil {
-			continue
-		}
-		held.claims = append(held.claims, schedulingv1alpha1.ClaimAllocation{
-			Name: podClaim.Name, ResourceClaim: claim.Name, Devices: allocatedDevices(allocation),
-		})
-	}
-	return held
-}
-
-// allocatedDevices are the devices of allocation, in its order.
-func allocatedDevices(allocation *resourceapi.AllocationResult) []schedulingv1alpha1.AllocatedDevice {
-	var out []schedulingv1alpha1.AllocatedDevice
-	for _, r := range allocation.Devices.Results {
-		out = append(out, schedulingv1alpha1.AllocatedDevice{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device})
-	}
-	return out
 }
 
 // showOtherPod marks wp, a decided WaitingPod that names another pod than
@@ -777,20 +694,10 @@ func (m *WaitingPodMirror) writeStatus(ctx context.Context, wp *schedulingv1alph
 	return stored, nil
 }
 
-// mirrorConditionTypes are the WaitingPod condition types the mirror
-// writes. Other writers may add conditions of other types; one of these
-// the mirror does not show is not the scheduler's observation and goes.
-func mirrorConditionTypes() [6]string {
-	return [...]string{
-		schedulingv1alpha1.WaitingPodWaiting, schedulingv1alpha1.WaitingPodDecidable, schedulingv1alpha1.WaitingPodApproved,
-		schedulingv1alpha1.WaitingPodRejected, schedulingv1alpha1.WaitingPodExpired, schedulingv1alpha1.WaitingPodPodMismatch,
-	}
-}
-
 // mirrorOwns reports which condition types are the mirror's when it
 // writes want: its own types, and whatever want shows.
 func mirrorOwns(want *schedulingv1alpha1.WaitingPodStatus) func(string) bool {
-	mine := mirrorConditionTypes()
+	mine := approval.OperatorConditionTypes()
 	return func(t string) bool {
 		return slices.Contains(mine[:], t) || meta.FindStatusCondition(want.Conditions, t) != nil
 	}
@@ -885,7 +792,7 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 			Type: schedulingv1alpha1.WaitingPodWaiting, Status: metav1.ConditionTrue, Reason: reasonHeld,
 			Message: fmt.Sprintf("Held on node %s by %s", rec.node, strings.Join(pending, ", ")),
 		})
-		set(decidableCondition(pending))
+		set(approval.DecidableCondition(pending))
 		// A new wait starts a new story: an earlier expiry no longer holds.
 		meta.RemoveStatusCondition(&st.Conditions, schedulingv1alpha1.WaitingPodExpired)
 		return
@@ -914,47 +821,4 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 			Type: schedulingv1alpha1.WaitingPodRejected, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.WaitingPodRejected, Message: rec.message,
 		})
 	}
-}
-
-// decidableCondition says whether a decision can end a hold by the pending
-// Permit plugins: only ManualApproval's hold is a person's to end.
-func decidableCondition(pending []string) metav1.Condition {
-	others := otherPlugins(pending)
-	if !slices.Contains(pending, manualapproval.Name) {
-		return metav1.Condition{
-			Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
-			Message: fmt.Sprintf("Held by %s, not by %s; a decision does not release the pod from them", strings.Join(others, ", "), manualapproval.Name),
-		}
-	}
-	msg := fmt.Sprintf("%s holds the pod until a decision", manualapproval.Name)
-	if len(others) > 0 {
-		msg += fmt.Sprintf("; it is also held by %s, which a decision does not release", strings.Join(others, ", "))
-	}
-	return metav1.Condition{
-		Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision, Message: msg,
-	}
-}
-
-// otherPlugins are the pending Permit plugins other than ManualApproval,
-// sorted: the holds a decision never ends.
-func otherPlugins(pending []string) []string {
-	var others []string
-	for _, name := range pending {
-		if name != manualapproval.Name {
-			others = append(others, name)
-		}
-	}
-	slices.Sort(others)
-	return others
-}
-
-// podUIDOf is the pod a WaitingPod is about, to tell a leftover of an
-// earlier pod of the same name from the current one: the pod its spec
-// names, else the one the scheduler held. Decisions never use the fallback:
-// a decision applies only to the pod its spec.podUID names.
-func podUIDOf(wp *schedulingv1alpha1.WaitingPod) types.UID {
-	if wp.Spec.PodUID != "" {
-		return wp.Spec.PodUID
-	}
-	return wp.Status.PodUID
 }

@@ -25,6 +25,7 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
@@ -200,7 +201,7 @@ func TestMirrorWritesHoldDecisionAndEndTogetherWhenBehind(t *testing.T) {
 	}
 	// Before the mirror's next turn the pod is approved and allowed.
 	wp := f.get(t)
-	f.mirror.RecordDecision(wp, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by alice"})
+	f.mirror.RecordDecision(wp, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by alice"})
 	f.mirror.PodResolved("approvals", pod, framework.PermitAllowed, nil)
 	f.sync(t)
 	f.sync(t)
@@ -211,7 +212,7 @@ func TestMirrorWritesHoldDecisionAndEndTogetherWhenBehind(t *testing.T) {
 	if st.NodeName != "node-1" || st.Profile != "approvals" || st.PodUID != pod.UID || len(st.PendingPlugins) != 0 {
 		t.Errorf("status = %+v, want the hold on node-1 by approvals, resolved", st)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodApproved); c == nil || c.Reason != reasonDelivered {
+	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodApproved); c == nil || c.Reason != approval.ReasonDelivered {
 		t.Errorf("Approved = %+v, want Delivered", c)
 	}
 	if c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.WaitingPodWaiting); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonAllowed {
@@ -282,7 +283,7 @@ func TestMirrorRestoresStatusWrittenByOthers(t *testing.T) {
 	forged.Status.NodeName = "forged-node"
 	forged.Status.PodGroup = "forged-group"
 	forged.Status.Message = "Coscheduling: 4/4 members assigned"
-	meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: reasonDelivered, Message: "Approved by nobody"})
+	meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.WaitingPodApproved, Status: metav1.ConditionTrue, Reason: approval.ReasonDelivered, Message: "Approved by nobody"})
 	if err := f.client.Status().Update(context.Background(), forged); err != nil {
 		t.Fatal(err)
 	}

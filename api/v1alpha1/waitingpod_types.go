@@ -51,11 +51,12 @@ type WaitingPodSpec struct {
 
 	// ProfileUID pins the decision to the SchedulingProfile, by UID, that
 	// held the pod when it was made (kubectl approve/reject set it from
-	// the profile status.profile names). Once that profile is deleted the
-	// decision applies to no other, not even a new profile of the same
-	// name: its Approved or Rejected condition turns False, reason
-	// ProfileGone. A decision without it (made with --ahead) applies to
-	// whichever profile holds the pod next.
+	// the profile status.profile names). The decision applies only while
+	// that profile serves the pod: not to another profile serving the
+	// name (its Approved or Rejected condition turns False, reason
+	// OtherProfile), nor, once it is deleted, to a new profile of the same
+	// name (reason ProfileGone). A decision without it (made with --ahead)
+	// applies to whichever profile holds the pod next.
 	// +optional
 	ProfileUID types.UID `json:"profileUID,omitempty"`
 }
@@ -222,6 +223,10 @@ const (
 	// ReasonProfileGone: the decision was made for a SchedulingProfile
 	// (spec.profileUID) that no longer exists; it applies to no other.
 	ReasonProfileGone = "ProfileGone"
+	// ReasonOtherProfile: the decision was made for another
+	// SchedulingProfile (spec.profileUID) than the one holding the pod now,
+	// which still exists; it applies to that profile only.
+	ReasonOtherProfile = "OtherProfile"
 )
 
 // WaitingPod is a pod held at the Permit extension point, made visible so a

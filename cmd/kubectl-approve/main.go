@@ -8,12 +8,12 @@ import (
 	"os/signal"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/approval"
+	"github.com/schedprofiles/profile-scheduler/internal/approval/kubectlplugin"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := approval.Main(ctx, schedulingv1alpha1.DecisionApprove, os.Args[1:], os.Stdout, os.Stderr)
+	code := kubectlplugin.Main(ctx, schedulingv1alpha1.DecisionApprove, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

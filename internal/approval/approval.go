@@ -1,275 +1,202 @@
-// Package approval is the kubectl-approve and kubectl-reject plugins: it
-// records a person's decision on WaitingPods, with the caller's identity as
-// decidedBy, so that `kubectl approve waitingpod/NAME` works like
-// `kubectl certificate approve`, and `kubectl approve podgroup/NAME` decides
-// every held member of a gang at once.
+// Package approval is the approval domain: what holds a pod at Permit, what
+// a person's decision on a WaitingPod is for, and what it releases. The
+// operator's WaitingPod controllers, the ManualApproval decision reader and
+// the kubectl-approve and kubectl-reject plugins all decide these questions
+// here, so that what the operator shows, what it does and what the CLI
+// refuses cannot drift apart.
 //
-// What a decision is about comes from the operator, never from what a pod's
-// author wrote: the pod's UID, the profile holding it and its gang are the
-// WaitingPod's status, and which profiles run ManualApproval or
-// Coscheduling is their SchedulingProfile status. Every line printed for a
-// pod decided names its UID, and --pod-uid refuses to decide another pod
-// than the one reviewed.
+// It holds rules, not machinery: no reconciler, cache or scheduling
+// framework. It depends on the API types only, so the kubectl plugins link
+// it without the scheduler.
 package approval
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
-// verbs is how each decision reads in messages.
-var verbs = map[schedulingv1alpha1.Decision]string{
-	schedulingv1alpha1.DecisionApprove: "approved",
-	schedulingv1alpha1.DecisionReject:  "rejected",
-}
-
-type options struct {
-	decision schedulingv1alpha1.Decision
-	reason   string
-	all      bool
-	selector string
-	dryRun   string
-	// undo deletes rejected WaitingPods instead of deciding (kubectl
-	// reject --undo).
-	undo bool
-	// podUID pins the one pod named: nothing else is decided.
-	podUID types.UID
-	// ahead records a decision for a pod that no profile running
-	// ManualApproval serves now.
-	ahead     bool
-	namespace string
-	names     []string
-}
-
-// Kinds of target, as the user named them.
+// Names of the Permit plugins the approval domain speaks of. They are the
+// plugins' Name constants; this package does not import the plugins, which
+// would link the scheduling framework into the kubectl plugins.
 const (
-	kindWaitingPod = "waitingpod"
-	kindPod        = "pod"
-	// kindPodGroup stands for the WaitingPods of the group's members.
-	kindPodGroup = "podgroup"
+	// ManualApproval holds pods until a person decides.
+	ManualApproval = "ManualApproval"
+	// Coscheduling holds a gang's members until its quorum has nodes.
+	Coscheduling = "Coscheduling"
 )
 
-type target struct {
-	kind string // kindWaitingPod, kindPod or kindPodGroup
-	name string
+// OtherPlugins are the pending Permit plugins other than ManualApproval,
+// sorted: the holds a decision never ends.
+func OtherPlugins(pending []string) []string {
+	var others []string
+	for _, name := range pending {
+		if name != ManualApproval {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	return others
 }
 
-// Main runs the plugin for decision with the command-line args (without the
-// program name) and returns the exit code. As with kubectl's own commands,
-// stdout carries only results, a line per pod decided, and every error and
-// warning goes to stderr, so a script reading stdout sees what was done.
-func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []string, stdout, stderr io.Writer) int {
-	// The command is the decision in lower case: "approve", "reject".
-	verb := strings.ToLower(string(decision))
-	cmd := "kubectl " + verb
-	flags := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
-	flags.SetOutput(stderr)
-	o := options{decision: decision}
-	flags.Usage = func() {
-		undoUsage := ""
-		if decision == schedulingv1alpha1.DecisionReject {
-			undoUsage = fmt.Sprintf("\n  %s --undo (waitingpod/NAME | pod/NAME | NAME)... [-n NAMESPACE] [--dry-run[=client|server]]", cmd)
+// HeldByManualApproval reports whether ManualApproval is among the pending
+// Permit plugins: only then can a decision release the pod.
+func HeldByManualApproval(pending []string) bool {
+	return slices.Contains(pending, ManualApproval)
+}
+
+// DecidableCondition says whether a decision can end a hold by the pending
+// Permit plugins: only ManualApproval's hold is a person's to end.
+func DecidableCondition(pending []string) metav1.Condition {
+	others := OtherPlugins(pending)
+	if !HeldByManualApproval(pending) {
+		return metav1.Condition{
+			Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: fmt.Sprintf("Held by %s, not by %s; a decision does not release the pod from them", strings.Join(others, ", "), ManualApproval),
 		}
-		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s (waitingpod/NAME | pod/NAME | NAME) [--pod-uid UID] [--ahead] [-n NAMESPACE] [--reason TEXT]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
-			"Each pod decided is printed with its UID and the profile holding it.\n\n"+
-			"podgroup/NAME (also pg/NAME) %ss every member of PodGroup NAME that is a WaitingPod now,\n"+
-			"each as if named alone: the pods the operator shows in the group, held by a profile that\n"+
-			"runs Coscheduling; pods that only carry the group's label are listed as skipped, and\n"+
-			"members that reach Permit after the command are not covered: run it again for them.\n\nFlags:\n%s",
-			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, cmd, undoUsage, verb, flags.FlagUsages())
 	}
-	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
-	flags.BoolVar(&o.all, "all", false, "Decide every undecided WaitingPod in the namespace (narrowed by --selector).")
-	flags.StringVarP(&o.selector, "selector", "l", "", "Label selector for --all, matched against the WaitingPods' (pods') labels.")
-	flags.StringVar(&o.dryRun, "dry-run", "none", `"none", "client" (print only) or "server" (send without persisting).`)
-	flags.Lookup("dry-run").NoOptDefVal = "client"
-	flags.StringVar((*string)(&o.podUID), "pod-uid", "", "Decide only if the pod named has this UID (the one reviewed); refuse if it was replaced.")
-	flags.BoolVar(&o.ahead, "ahead", false, "Record the decision even though no profile running ManualApproval serves the pod now (it is meant for a profile still to come).")
+	msg := fmt.Sprintf("%s holds the pod until a decision", ManualApproval)
+	if len(others) > 0 {
+		msg += fmt.Sprintf("; it is also held by %s, which a decision does not release", strings.Join(others, ", "))
+	}
+	return metav1.Condition{
+		Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision, Message: msg,
+	}
+}
+
+// PendingPlugins are the Permit plugins holding the pod of wp, as the
+// operator observed.
+func PendingPlugins(wp *schedulingv1alpha1.WaitingPod) []string {
+	names := make([]string, 0, len(wp.Status.PendingPlugins))
+	for _, p := range wp.Status.PendingPlugins {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// HeldByOthersOnly reports, from what the operator observed (the Decidable
+// condition it wrote), whether only Permit plugins other than
+// ManualApproval hold the pod of wp, and which.
+func HeldByOthersOnly(wp *schedulingv1alpha1.WaitingPod) ([]string, bool) {
+	c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil, false
+	}
+	return OtherPlugins(PendingPlugins(wp)), true
+}
+
+// PodUIDOf is the pod a WaitingPod is about, to tell a leftover of an
+// earlier pod of the same name from the current one: the pod its spec
+// names, else the one the scheduler held. Decisions never use the fallback:
+// a decision applies only to the pod its spec.podUID names.
+func PodUIDOf(wp *schedulingv1alpha1.WaitingPod) types.UID {
+	if wp.Spec.PodUID != "" {
+		return wp.Spec.PodUID
+	}
+	return wp.Status.PodUID
+}
+
+// OperatorConditionTypes are the WaitingPod condition types the operator
+// writes. Other writers may add conditions of other types; only these say
+// what the scheduler observed and what became of a decision.
+func OperatorConditionTypes() [6]string {
+	return [...]string{
+		schedulingv1alpha1.WaitingPodWaiting, schedulingv1alpha1.WaitingPodDecidable, schedulingv1alpha1.WaitingPodApproved,
+		schedulingv1alpha1.WaitingPodRejected, schedulingv1alpha1.WaitingPodExpired, schedulingv1alpha1.WaitingPodPodMismatch,
+	}
+}
+
+// Decided is how a message about decision starts: "Approved" or "Rejected".
+func Decided(decision schedulingv1alpha1.Decision) string {
 	if decision == schedulingv1alpha1.DecisionReject {
-		// Only a rejection can be undone: an approval may have bound the
-		// pod already, and a binding cannot be taken back.
-		flags.BoolVar(&o.undo, "undo", false, "Undo a rejection: remove the rejected WaitingPod so the pod is scheduled again and held for a new decision.")
+		return "Rejected"
 	}
-	loading := clientcmd.NewDefaultClientConfigLoadingRules()
-	flags.StringVar(&loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file.")
-	overrides := &clientcmd.ConfigOverrides{}
-	clientcmd.BindOverrideFlags(overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		// pflag says nothing itself when it continues on error.
-		fmt.Fprintf(stderr, "error: %v\nSee '%s --help'.\n", err, cmd)
-		return 2
-	}
-	o.names = flags.Args()
-	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "error: %v\nSee '%s --help'.\n", err, cmd)
-		return 2
-	}
-
-	clientConfig := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, overrides)
-	ns, _, err := clientConfig.Namespace()
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	o.namespace = ns
-	cfg, err := clientConfig.ClientConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	// The API server's warnings (a deprecation, an admission policy in Warn
-	// mode) are the user's to read, printed as kubectl prints them; the
-	// client's default would send them to a logger this command never sets.
-	cfg.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true})
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	d := &decider{opts: o, client: c, clientset: cs, stdout: stdout, stderr: stderr}
-	if err := d.run(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
-	}
-	return 0
+	return "Approved"
 }
 
-func (o *options) validate() error {
-	switch o.dryRun {
-	case "none", "client", "server":
+// Verb is how decision reads within a sentence: "approved" or "rejected".
+func Verb(decision schedulingv1alpha1.Decision) string {
+	return strings.ToLower(Decided(decision))
+}
+
+// ConditionType is the WaitingPod condition that shows what became of
+// decision: Approved or Rejected.
+func ConditionType(decision schedulingv1alpha1.Decision) string {
+	if decision == schedulingv1alpha1.DecisionReject {
+		return schedulingv1alpha1.WaitingPodRejected
+	}
+	return schedulingv1alpha1.WaitingPodApproved
+}
+
+// Pin says whether a decision applies to the profile holding its pod.
+type Pin int
+
+const (
+	// PinHolds: the decision is unpinned, or pinned to the holding profile.
+	PinHolds Pin = iota
+	// PinProfileGone: the profile it is pinned to no longer exists.
+	PinProfileGone
+	// PinOtherProfile: it is pinned to another profile than the holding
+	// one, which still exists (it became a shadow, or gave up the name).
+	PinOtherProfile
+)
+
+// PinOf says whether spec's decision belongs to the profile holding the pod,
+// holderUID (empty when no profile is known to serve the pod): a decision
+// belongs to the profile that held the pod when it was made, never to
+// another one that serves the name later. profiles are the
+// SchedulingProfiles that exist.
+func PinOf(spec *schedulingv1alpha1.WaitingPodSpec, holderUID types.UID, profiles []schedulingv1alpha1.SchedulingProfile) Pin {
+	if spec.ProfileUID == "" {
+		return PinHolds
+	}
+	if !slices.ContainsFunc(profiles, func(sp schedulingv1alpha1.SchedulingProfile) bool {
+		return sp.UID == spec.ProfileUID && sp.DeletionTimestamp == nil
+	}) {
+		return PinProfileGone
+	}
+	if spec.ProfileUID != holderUID {
+		return PinOtherProfile
+	}
+	return PinHolds
+}
+
+// PinCondition is the Approved or Rejected condition, False, of a decision
+// that pin keeps from the profile holding the pod, named holder.
+func PinCondition(spec *schedulingv1alpha1.WaitingPodSpec, pin Pin, holder string) metav1.Condition {
+	cond := metav1.Condition{Type: ConditionType(spec.Decision), Status: metav1.ConditionFalse}
+	switch pin {
+	case PinProfileGone:
+		cond.Reason = schedulingv1alpha1.ReasonProfileGone
+		cond.Message = fmt.Sprintf("%s by %s for a SchedulingProfile (UID %s) that was deleted since; it does not apply to the profile holding the pod now: delete this WaitingPod and decide again",
+			Decided(spec.Decision), spec.DecidedBy, spec.ProfileUID)
 	default:
-		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.dryRun)
+		cond.Reason = schedulingv1alpha1.ReasonOtherProfile
+		cond.Message = fmt.Sprintf("%s by %s for another SchedulingProfile (UID %s) than %q, which serves the pod now; it does not apply to this profile: delete this WaitingPod and decide again",
+			Decided(spec.Decision), spec.DecidedBy, spec.ProfileUID, holder)
 	}
-	if o.all && len(o.names) > 0 {
-		return errors.New("give names or --all, not both")
-	}
-	if !o.all && o.selector != "" {
-		return errors.New("--selector goes with --all")
-	}
-	if o.undo && o.all {
-		return errors.New("--undo takes names, not --all: name each rejection to undo")
-	}
-	if o.undo && o.reason != "" {
-		return errors.New("--reason does not go with --undo: undoing records no decision")
-	}
-	if o.podUID != "" && (o.all || o.undo || len(o.names) != 1) {
-		return errors.New("--pod-uid pins one pod: name exactly one waitingpod/NAME or pod/NAME, without --all or --undo")
-	}
-	if o.ahead && (o.all || o.undo) {
-		return errors.New("--ahead goes with waitingpod/NAME or pod/NAME, not --all or --undo")
-	}
-	if !o.all && len(o.names) == 0 {
-		return errors.New("name at least one waitingpod/NAME, pod/NAME or podgroup/NAME, or use --all")
-	}
-	if _, err := labels.Parse(o.selector); err != nil {
-		return fmt.Errorf("--selector: %w", err)
-	}
-	for _, n := range o.names {
-		t, err := parseTarget(n)
-		if err != nil {
-			return err
-		}
-		if o.undo && t.kind == kindPodGroup {
-			return fmt.Errorf("%q: --undo takes waitingpod/NAME or pod/NAME: name each rejection to undo", n)
-		}
-		if (o.podUID != "" || o.ahead) && t.kind == kindPodGroup {
-			return fmt.Errorf("%q: --pod-uid and --ahead take waitingpod/NAME or pod/NAME: a group's members are decided as the operator holds them", n)
-		}
-	}
-	return nil
+	return cond
 }
 
-func parseTarget(arg string) (target, error) {
-	kind, name, found := strings.Cut(arg, "/")
-	if !found {
-		return target{kind: kindWaitingPod, name: arg}, nil
-	}
-	switch strings.ToLower(kind) {
-	case "waitingpod", "waitingpods", "wp", "waitingpod.scheduling.schedprofiles.io", "waitingpods.scheduling.schedprofiles.io":
-		kind = kindWaitingPod
-	case "pod", "pods", "po":
-		kind = kindPod
-	case "podgroup", "podgroups", "pg", "podgroup.scheduling.x-k8s.io", "podgroups.scheduling.x-k8s.io":
-		kind = kindPodGroup
-	default:
-		return target{}, fmt.Errorf("%q: only waitingpod/NAME, pod/NAME and podgroup/NAME can be decided", arg)
-	}
-	if name == "" {
-		return target{}, fmt.Errorf("%q: missing name", arg)
-	}
-	return target{kind: kind, name: name}, nil
+// ServedProfile is what the status of the SchedulingProfile serving a
+// schedulerName says: its UID and the Permit plugins its instance runs.
+type ServedProfile struct {
+	UID    types.UID
+	Permit []string
 }
 
-type decider struct {
-	opts      options
-	client    client.Client
-	clientset kubernetes.Interface
-	stdout    io.Writer
-	stderr    io.Writer
-	user      string
-	// served is what the SchedulingProfiles' status says, read once per
-	// run when first needed.
-	served servedProfiles
-	// profileUIDs maps each served schedulerName to the UID of the
-	// SchedulingProfile serving it, read with served.
-	profileUIDs map[string]types.UID
-}
-
-// servedProfiles maps each schedulerName an active SchedulingProfile serves
-// to the Permit plugins its serving instance runs, as its status says.
-type servedProfiles map[string][]string
-
-// servedProfiles reads which profiles serve pods now and what runs at their
-// Permit, from the profiles' status: the operator writes it from the
-// instances it built, whereas a pod's spec and labels are its author's.
-func (d *decider) servedProfiles(ctx context.Context) (servedProfiles, error) {
-	if d.served != nil {
-		return d.served, nil
-	}
-	var list schedulingv1alpha1.SchedulingProfileList
-	if err := d.client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing SchedulingProfiles: %w", err)
-	}
-	served := servedProfiles{}
-	d.profileUIDs = map[string]types.UID{}
-	for _, sp := range list.Items {
+// ServedProfiles maps each schedulerName an active SchedulingProfile serves
+// to what it runs, from the profiles' status: the operator writes it from
+// the instances it built, whereas a pod's spec and labels are its author's.
+func ServedProfiles(profiles []schedulingv1alpha1.SchedulingProfile) map[string]ServedProfile {
+	served := map[string]ServedProfile{}
+	for _, sp := range profiles {
 		// Of profiles claiming one schedulerName, only the one serving it
 		// is Active.
 		if sp.Status.SchedulerName == "" || !meta.IsStatusConditionTrue(sp.Status.Conditions, schedulingv1alpha1.ProfileActive) {
@@ -281,546 +208,97 @@ func (d *decider) servedProfiles(ctx context.Context) (servedProfiles, error) {
 				permit = append(permit, p.Name)
 			}
 		}
-		served[sp.Status.SchedulerName] = permit
-		d.profileUIDs[sp.Status.SchedulerName] = sp.UID
+		served[sp.Status.SchedulerName] = ServedProfile{UID: sp.UID, Permit: permit}
 	}
-	d.served = served
-	return served, nil
+	return served
 }
 
-// checkManualApproval refuses, unless --ahead says it is meant, a decision
-// for pod that is not held by ManualApproval now and that no profile
-// running ManualApproval serves: recorded, it would release nothing.
-func (d *decider) checkManualApproval(ctx context.Context, pod *corev1.Pod) error {
-	if d.opts.ahead {
-		return nil
-	}
-	name := pod.Spec.SchedulerName
-	if name == "" {
-		name = corev1.DefaultSchedulerName
-	}
-	served, err := d.servedProfiles(ctx)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s is not held by %s now, and whether its profile %q runs it cannot be told (%v): nothing was %s; pass --ahead to record the decision anyway",
-			pod.Namespace, pod.Name, manualapproval.Name, name, err, verbs[d.opts.decision])
-	}
-	permit, ok := served[name]
-	switch {
-	case !ok:
-		return fmt.Errorf("pod %s/%s is for scheduler %q, which no SchedulingProfile serves: %s never holds it, so nothing was %s; pass --ahead if the decision is meant for a profile still to come",
-			pod.Namespace, pod.Name, name, manualapproval.Name, verbs[d.opts.decision])
-	case !slices.Contains(permit, manualapproval.Name):
-		return fmt.Errorf("pod %s/%s is scheduled by profile %q, which does not run %s at Permit: a decision would release nothing, so nothing was %s; pass --ahead if %s is still to be added",
-			pod.Namespace, pod.Name, name, manualapproval.Name, verbs[d.opts.decision], manualapproval.Name)
-	}
-	return nil
-}
-
-func (d *decider) run(ctx context.Context) error {
-	if d.opts.undo {
-		return d.runUndo(ctx)
-	}
-	review, err := d.clientset.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("finding out who you are (SelfSubjectReview): %w", err)
-	}
-	d.user = review.Status.UserInfo.Username
-
-	targets, err := d.targets(ctx)
-	if err != nil {
-		return err
-	}
-	// Each member of a group counts as if named alone; a group without
-	// members counts as one target that failed.
-	var failed []string
-	total := 0
-	for _, t := range targets {
-		if t.kind == kindPodGroup {
-			n, groupFailed := d.decideGroup(ctx, t.name)
-			total += n
-			failed = append(failed, groupFailed...)
-			continue
-		}
-		total++
-		if err := d.decide(ctx, t); err != nil {
-			fmt.Fprintf(d.stderr, "error: %v\n", err)
-			failed = append(failed, t.name)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d not %s: %s", len(failed), total, verbs[d.opts.decision], strings.Join(failed, ", "))
-	}
-	return nil
-}
-
-// decideGroup decides every member of PodGroup group that is a WaitingPod
-// now, each as decide would, and prints a summary. Members are the
-// WaitingPods whose status names the group and whose profile runs
-// Coscheduling: only the operator writes status, and it shows a group only
-// for a pod an instance running Coscheduling holds, whereas a pod's labels
-// (and so its WaitingPod's) are whatever its author gave it. A WaitingPod
-// that claims the group otherwise is listed as skipped, with why. Each
-// member is decided from the object listed here, under its
-// resourceVersion, so a WaitingPod replaced meanwhile (another pod of that
-// name, maybe of another group) is refused rather than decided. It returns
-// how many targets it stood for (its members, or itself when it has none)
-// and the names of those not decided.
-func (d *decider) decideGroup(ctx context.Context, group string) (int, []string) {
-	var list schedulingv1alpha1.WaitingPodList
-	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace)); err != nil {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s: listing WaitingPods: %v\n", group, err)
-		return 1, []string{"podgroup/" + group}
-	}
-	served, err := d.servedProfiles(ctx)
-	if err != nil {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s: which profiles run %s cannot be told (%v): nothing was %s\n", group, coscheduling.Name, err, verbs[d.opts.decision])
-		return 1, []string{"podgroup/" + group}
-	}
-	var members []*schedulingv1alpha1.WaitingPod
-	for i := range list.Items {
-		wp := &list.Items[i]
-		if wp.Status.PodGroup != group && wp.Labels[podgroupv1alpha1.PodGroupLabel] != group {
-			continue
-		}
-		if why := notMember(wp, group, served); why != "" {
-			fmt.Fprintf(d.stderr, "Warning: waitingpod/%s skipped: %s; it is no member of podgroup/%s and was not %s\n", wp.Name, why, group, verbs[d.opts.decision])
-			continue
-		}
-		members = append(members, wp)
-	}
-	slices.SortFunc(members, func(a, b *schedulingv1alpha1.WaitingPod) int { return strings.Compare(a.Name, b.Name) })
-	if len(members) == 0 {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s has no members held at Permit in namespace %s: no WaitingPod shows that group\n", group, d.opts.namespace)
-		return 1, []string{"podgroup/" + group}
-	}
-	var failed []string
-	decided, already := 0, 0
-	for _, wp := range members {
-		// Running the command again for members that reached Permit later
-		// is how a gang is decided piecemeal: members that already have
-		// this decision, for the pod held now, are reported, not failed.
-		if wp.Spec.Decision == d.opts.decision && wp.Spec.PodUID == wp.Status.PodUID {
-			d.report("waitingpod/"+wp.Name, "already "+verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
-			already++
-			continue
-		}
-		decided++
-		if err := d.decideMember(ctx, group, wp); err != nil {
-			fmt.Fprintf(d.stderr, "error: %v\n", err)
-			failed = append(failed, wp.Name)
-		}
-	}
-	summary := fmt.Sprintf("podgroup/%s: %d of %d members %s", group, decided-len(failed), decided, verbs[d.opts.decision])
-	if already > 0 {
-		summary += fmt.Sprintf(", %d already were", already)
-	}
-	fmt.Fprintf(d.stdout, "%s%s\n", summary, d.dryRunSuffix())
-	return decided, failed
-}
-
-// notMember says why wp, which claims group by its label or status, is no
-// member of it; "" when it is one.
-func notMember(wp *schedulingv1alpha1.WaitingPod, group string, served servedProfiles) string {
+// NotMember says why wp, which claims group by its label or status, is no
+// member of it; "" when it is one. Only the operator's status counts: a
+// pod's group label is its author's claim.
+func NotMember(wp *schedulingv1alpha1.WaitingPod, group string, served map[string]ServedProfile) string {
 	profile := wp.Status.Profile
-	permit, ok := served[profile]
+	sp, ok := served[profile]
 	switch {
 	case profile == "":
 		return "the scheduler shows no profile holding it"
 	case !ok:
 		return fmt.Sprintf("its profile %q serves no pods now", profile)
-	case !slices.Contains(permit, coscheduling.Name):
-		return fmt.Sprintf("its profile %q does not run %s, so its pod's group label makes it no member", profile, coscheduling.Name)
+	case !slices.Contains(sp.Permit, Coscheduling):
+		return fmt.Sprintf("its profile %q does not run %s, so its pod's group label makes it no member", profile, Coscheduling)
 	case wp.Status.PodGroup != group:
 		return "the scheduler does not show it in the group"
 	}
 	return ""
 }
 
-func (d *decider) targets(ctx context.Context) ([]target, error) {
-	if !d.opts.all {
-		out := make([]target, 0, len(d.opts.names))
-		for _, n := range d.opts.names {
-			t, _ := parseTarget(n) // validated already
-			out = append(out, t)
-		}
-		return out, nil
-	}
-	sel, _ := labels.Parse(d.opts.selector) // validated already
-	var list schedulingv1alpha1.WaitingPodList
-	if err := d.client.List(ctx, &list, client.InNamespace(d.opts.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, err
-	}
-	var out []target
-	for _, wp := range list.Items {
-		if wp.Spec.Decision != "" {
-			continue
-		}
-		if others, held := heldByOthersOnly(&wp); held {
-			// --all means every pod a decision can release: say which were
-			// left alone rather than fail the whole run for them.
-			fmt.Fprintf(d.stderr, "Warning: waitingpod/%s skipped: it is held by %s, not %s, and a decision does not release it\n",
-				wp.Name, strings.Join(others, ", "), manualapproval.Name)
-			continue
-		}
-		out = append(out, target{kind: kindWaitingPod, name: wp.Name})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no undecided WaitingPods held by %s in namespace %s", manualapproval.Name, d.opts.namespace)
-	}
-	return out, nil
+// Action is what the operator does with a decision on a held pod.
+type Action int
+
+const (
+	// Record: nothing to release now; the decision is kept for when the pod
+	// reaches ManualApproval's Permit (an approval also retries the pod).
+	Record Action = iota
+	// Allow ManualApproval's hold of the pod.
+	Allow
+	// Reject the pod at ManualApproval.
+	Reject
+)
+
+// Hold is a pod's current wait at Permit, as the instance holding it says.
+type Hold struct {
+	// Pending are the Permit plugins that still hold the pod.
+	Pending []string
+	// Node is where the pod waits.
+	Node string
 }
 
-// runUndo undoes the rejection of each named WaitingPod.
-func (d *decider) runUndo(ctx context.Context) error {
-	targets, err := d.targets(ctx)
-	if err != nil {
-		return err
-	}
-	var failed []string
-	for _, t := range targets {
-		if err := d.undo(ctx, t); err != nil {
-			fmt.Fprintf(d.stderr, "error: %v\n", err)
-			failed = append(failed, t.name)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d rejections not undone: %s", len(failed), len(targets), strings.Join(failed, ", "))
-	}
-	return nil
+// Delivery is what becomes of a decision: what to do with the hold, and
+// the reason and message of the condition that shows it.
+type Delivery struct {
+	Action  Action
+	Reason  string
+	Message string
 }
 
-// undo removes the rejected WaitingPod t. A decision cannot change, so
-// removing the record is how a rejection is taken back: with no decision
-// left, the operator retries the pod at once and ManualApproval holds it
-// again under a new WaitingPod, for a new decision. The delete is
-// conditional on the UID read here, so it removes only the rejection this
-// command saw: if someone undid it and the pod was held and decided anew in
-// the meantime, that newer WaitingPod is left alone.
-func (d *decider) undo(ctx context.Context, t target) error {
-	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
-	wp := &schedulingv1alpha1.WaitingPod{}
-	if err := d.client.Get(ctx, key, wp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("waitingpod %s/%s not found: there is no rejection to undo", key.Namespace, key.Name)
-		}
-		return err
-	}
-	switch wp.Spec.Decision {
-	case schedulingv1alpha1.DecisionReject:
-	case "":
-		return fmt.Errorf("waitingpod %s/%s is not decided: there is no rejection to undo", wp.Namespace, wp.Name)
-	default:
-		return fmt.Errorf("waitingpod %s/%s was %s, not rejected: only a rejection can be undone", wp.Namespace, wp.Name, verbs[wp.Spec.Decision])
-	}
-	if meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodWaiting) &&
-		!meta.IsStatusConditionTrue(wp.Status.Conditions, schedulingv1alpha1.WaitingPodRejected) {
-		// Removed now, the rejection would never reach the held pod, which
-		// would stay held, its node reserved, with no WaitingPod to show it.
-		return fmt.Errorf("waitingpod %s/%s: the rejection has not reached the scheduler yet; run the command again in a moment", wp.Namespace, wp.Name)
-	}
-	by := ""
-	if wp.Spec.DecidedBy != "" {
-		by = " by " + wp.Spec.DecidedBy
-	}
-	done := fmt.Sprintf("waitingpod/%s: rejection%s undone; the pod is scheduled again for a new decision", wp.Name, by)
-	if d.opts.dryRun == "client" {
-		fmt.Fprintf(d.stdout, "%s (dry run)\n", done)
-		return nil
-	}
-	uid := wp.UID
-	opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
-	if d.opts.dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	if err := d.client.Delete(ctx, wp, opts...); err != nil {
-		switch {
-		case apierrors.IsConflict(err):
-			return fmt.Errorf("waitingpod %s/%s was replaced while undoing; nothing was undone, look at it and run the command again", wp.Namespace, wp.Name)
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("waitingpod %s/%s was removed meanwhile; nothing was undone", wp.Namespace, wp.Name)
-		}
-		return err
-	}
-	fmt.Fprintf(d.stdout, "%s%s\n", done, d.dryRunSuffix())
-	return nil
-}
+// Condition reasons of a decision's Approved or Rejected condition, besides
+// the API's own.
+const (
+	// ReasonDelivered: the decision reached the held pod.
+	ReasonDelivered = "Delivered"
+	// ReasonRecorded: the pod is not held now; the decision applies when it
+	// reaches Permit again.
+	ReasonRecorded = "Recorded"
+)
 
-// decide records the decision on one WaitingPod. A pending pod that is not
-// held yet gets a WaitingPod carrying the decision, which applies when the
-// pod reaches Permit.
-func (d *decider) decide(ctx context.Context, t target) error {
-	key := client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}
-	wp := &schedulingv1alpha1.WaitingPod{}
-	err := d.client.Get(ctx, key, wp)
-	if apierrors.IsNotFound(err) {
-		return d.decideAhead(ctx, t)
-	}
-	if err != nil {
-		return err
-	}
-	return d.decideWaitingPod(ctx, wp)
-}
-
-// memberAttempts bounds how often decideMember decides a member that keeps
-// changing.
-const memberAttempts = 3
-
-// decideMember decides wp, a member of group as listed. The operator
-// rewrites members' status while the gang assembles (the count of members
-// assigned in its message), which the optimistic lock of decideWaitingPod
-// turns into conflicts; so on a conflict the member is read again and, if
-// it is the same object and still of the group, decided again. Another
-// WaitingPod of that name, or one no longer showing the group, is left alone.
-func (d *decider) decideMember(ctx context.Context, group string, wp *schedulingv1alpha1.WaitingPod) error {
-	err := d.decideWaitingPod(ctx, wp)
-	var changed *changedError
-	for range memberAttempts - 1 {
-		if !errors.As(err, &changed) {
-			break
+// Deliver says what becomes of spec's decision for a pod held as hold says,
+// nil when it is not held now. A decision never ends the hold of another
+// Permit plugin: a gang quorum or a quota is not a person's to waive.
+func Deliver(spec *schedulingv1alpha1.WaitingPodSpec, hold *Hold) Delivery {
+	if hold == nil || len(hold.Pending) == 0 {
+		// Not held now, or every plugin allowed it already and it is on
+		// its way to binding.
+		if spec.Decision == schedulingv1alpha1.DecisionApprove {
+			return Delivery{Action: Record, Reason: ReasonRecorded, Message: fmt.Sprintf("Approved by %s; applies when the pod reaches Permit", spec.DecidedBy)}
 		}
-		cur := &schedulingv1alpha1.WaitingPod{}
-		if getErr := d.client.Get(ctx, client.ObjectKeyFromObject(wp), cur); getErr != nil || cur.UID != wp.UID || cur.Status.PodGroup != group {
-			break
-		}
-		err = d.decideWaitingPod(ctx, cur)
+		return Delivery{Action: Record, Reason: ReasonRecorded, Message: fmt.Sprintf("Rejected by %s; the pod will not be let through Permit", spec.DecidedBy)}
 	}
-	return err
-}
-
-// changedError says a WaitingPod changed between being read and decided.
-type changedError struct {
-	namespace, name string
-}
-
-func (e *changedError) Error() string {
-	return fmt.Sprintf("waitingpod %s/%s changed while deciding; run the command again", e.namespace, e.name)
-}
-
-// decideWaitingPod records the decision on wp as read, unless it changed
-// since.
-func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod) error {
-	if wp.Spec.Decision != "" {
-		by := ""
-		if wp.Spec.DecidedBy != "" {
-			by = " by " + wp.Spec.DecidedBy
-		}
-		return fmt.Errorf("waitingpod %s/%s was already %s%s; a decision cannot be changed", wp.Namespace, wp.Name, verbs[wp.Spec.Decision], by)
-	}
-	if others, held := heldByOthersOnly(wp); held {
-		// Recording the decision would report a success that releases
-		// nothing: only ManualApproval's hold is a person's to end.
-		return fmt.Errorf("waitingpod %s/%s was not %s: it is held by %s, not %s, and a decision does not release it",
-			wp.Namespace, wp.Name, verbs[d.opts.decision], strings.Join(others, ", "), manualapproval.Name)
-	}
-	for _, uid := range []types.UID{wp.Spec.PodUID, wp.Status.PodUID} {
-		if pin := d.opts.podUID; pin != "" && uid != "" && uid != pin {
-			return fmt.Errorf("waitingpod %s/%s is for pod UID %s, not %s (--pod-uid): nothing was %s", wp.Namespace, wp.Name, uid, pin, verbs[d.opts.decision])
-		}
-	}
-	orig := wp.DeepCopy()
-	// Held by ManualApproval, as the operator shows (held by other plugins
-	// only was refused above), the pod is the one the WaitingPod names.
-	// Otherwise the decision is made ahead of a hold, for the pod of that
-	// name now, which is read.
-	held := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable) != nil
-	if wp.Spec.PodUID == "" || d.opts.podUID != "" || !held {
-		pod, err := d.pendingPod(ctx, wp.Name)
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.opts.podUID != "" && pod.UID != d.opts.podUID:
-			return fmt.Errorf("pod %s/%s is now pod UID %s, not %s (--pod-uid): it was replaced, and nothing was %s", pod.Namespace, pod.Name, pod.UID, d.opts.podUID, verbs[d.opts.decision])
-		case wp.Spec.PodUID != "" && wp.Spec.PodUID != pod.UID:
-			return fmt.Errorf("waitingpod %s/%s is for pod UID %s, but the pod of that name now is pod UID %s: nothing was %s", wp.Namespace, wp.Name, wp.Spec.PodUID, pod.UID, verbs[d.opts.decision])
-		case wp.Spec.PodUID == "" && wp.Status.PodUID != "" && wp.Status.PodUID != pod.UID:
-			// The pod of that name now is not the one the scheduler held.
-			return fmt.Errorf("waitingpod %s/%s is about an earlier pod of that name: nothing was %s", wp.Namespace, wp.Name, verbs[d.opts.decision])
-		}
-		if !held {
-			if err := d.checkManualApproval(ctx, pod); err != nil {
-				return err
-			}
-		}
-		// A decision must name its pod; the API server refuses it otherwise.
-		wp.Spec.PodUID = pod.UID
-	}
-	d.fill(&wp.Spec)
-	if held && !d.opts.ahead && wp.Status.Profile != "" {
-		// Pinned to the profile holding the pod: one deleted and created
-		// again under its name must not inherit the decision. A holder no
-		// active profile stands for any more leaves it unpinned; the
-		// operator shows such a pod held by nothing moments later.
-		// An approver who may not list SchedulingProfiles still decides
-		// held pods one by one, unpinned and told so.
-		if _, err := d.servedProfiles(ctx); err != nil {
-			fmt.Fprintf(d.stderr, "warning: waitingpod/%s: the decision is not pinned to profile %q (%v): it also applies if a profile of that name is deleted and created again\n", wp.Name, wp.Status.Profile, err)
-		} else if uid, ok := d.profileUIDs[wp.Status.Profile]; ok {
-			wp.Spec.ProfileUID = uid
-		}
-	}
-	if d.opts.dryRun == "client" {
-		d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
-		d.warnStillHeld(wp)
-		return nil
-	}
-	// The optimistic lock turns a race with another approver into a
-	// conflict instead of silently overwriting their decision.
-	if err := d.client.Patch(ctx, wp, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), d.dryRunOpts()...); err != nil {
-		if apierrors.IsConflict(err) {
-			return &changedError{namespace: wp.Namespace, name: wp.Name}
-		}
-		return err
-	}
-	d.report("waitingpod/"+wp.Name, verbs[d.opts.decision], wp.Spec.PodUID, wp.Status.Profile, "")
-	d.warnStillHeld(wp)
-	return nil
-}
-
-// report prints the line of one pod decided: what was done to subject,
-// then which pod it was for (its UID) and the profile holding it, when the
-// operator shows one, so that what was decided can be checked against what
-// was reviewed. note, if any, follows.
-func (d *decider) report(subject, done string, uid types.UID, profile, note string) {
-	details := []string{"pod UID " + string(uid)}
-	if profile != "" {
-		details = append(details, "profile "+profile)
-	}
-	switch d.opts.dryRun {
-	case "client":
-		details = append(details, "dry run")
-	case "server":
-		details = append(details, "server dry run")
-	}
-	if note != "" {
-		note = ": " + note
-	}
-	fmt.Fprintf(d.stdout, "%s %s (%s)%s\n", subject, done, strings.Join(details, ", "), note)
-}
-
-// warnStillHeld tells the approver of a pod that other Permit plugins hold
-// too that it stays held: the approval succeeded, so this is a warning next
-// to the result, not part of it.
-func (d *decider) warnStillHeld(wp *schedulingv1alpha1.WaitingPod) {
-	if d.opts.decision != schedulingv1alpha1.DecisionApprove {
-		return
-	}
-	if others := otherPlugins(wp); len(others) > 0 {
-		fmt.Fprintf(d.stderr, "Warning: waitingpod/%s is still held by %s, which an approval does not release\n", wp.Name, strings.Join(others, ", "))
-	}
-}
-
-// pendingPod is the pending pod name, for a WaitingPod that the operator
-// does not show held by ManualApproval, or whose spec names no pod yet.
-func (d *decider) pendingPod(ctx context.Context, name string) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("pod %s/%s is gone; there is nothing to decide", d.opts.namespace, name)
-		}
-		return nil, err
-	}
-	if pod.Spec.NodeName != "" {
-		return nil, fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
-	}
-	return pod, nil
-}
-
-// heldByOthersOnly reports, from what the operator observed, whether only
-// Permit plugins other than ManualApproval hold the pod, and which.
-func heldByOthersOnly(wp *schedulingv1alpha1.WaitingPod) ([]string, bool) {
-	c := meta.FindStatusCondition(wp.Status.Conditions, schedulingv1alpha1.WaitingPodDecidable)
-	if c == nil || c.Status != metav1.ConditionFalse {
-		return nil, false
-	}
-	return otherPlugins(wp), true
-}
-
-// otherPlugins are the Permit plugins other than ManualApproval that hold
-// the pod, as the operator observed.
-func otherPlugins(wp *schedulingv1alpha1.WaitingPod) []string {
-	var others []string
-	for _, p := range wp.Status.PendingPlugins {
-		if p.Name != manualapproval.Name {
-			others = append(others, p.Name)
-		}
-	}
-	return others
-}
-
-func (d *decider) decideAhead(ctx context.Context, t target) error {
-	pod := &corev1.Pod{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: d.opts.namespace, Name: t.name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s %q not found in namespace %s (no WaitingPod and no Pod of that name)", t.kind, t.name, d.opts.namespace)
-		}
-		return err
-	}
+	others := OtherPlugins(hold.Pending)
 	switch {
-	case pod.Spec.NodeName != "":
-		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
-	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return fmt.Errorf("pod %s/%s is not waiting at Permit: it is finished or being deleted", pod.Namespace, pod.Name)
-	case d.opts.podUID != "" && pod.UID != d.opts.podUID:
-		return fmt.Errorf("pod %s/%s is now pod UID %s, not %s (--pod-uid): it was replaced, and nothing was %s", pod.Namespace, pod.Name, pod.UID, d.opts.podUID, verbs[d.opts.decision])
-	}
-	if err := d.checkManualApproval(ctx, pod); err != nil {
-		return err
-	}
-	wp := &schedulingv1alpha1.WaitingPod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: pod.Namespace,
-			Name:      pod.Name,
-			Labels:    pod.Labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(false),
-			}},
-		},
-		Spec: schedulingv1alpha1.WaitingPodSpec{PodUID: pod.UID},
-	}
-	d.fill(&wp.Spec)
-	note := "it is not held yet, the decision applies when it is"
-	if d.opts.dryRun == "client" {
-		d.report("pod/"+pod.Name, verbs[d.opts.decision]+" ahead of Permit", pod.UID, "", note)
-		return nil
-	}
-	if err := d.client.Create(ctx, wp, d.dryRunCreateOpts()...); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("pod %s/%s started waiting meanwhile; run the command again", pod.Namespace, pod.Name)
+	case !HeldByManualApproval(hold.Pending):
+		// Held, but not by ManualApproval (it allowed the pod already, or
+		// the profile does not run it): the decision is kept for
+		// ManualApproval and releases nothing.
+		return Delivery{Action: Record, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: fmt.Sprintf("%s by %s, but the pod was not released: it is held by %s, not %s, and a decision does not release it from them",
+				Decided(spec.Decision), spec.DecidedBy, strings.Join(others, ", "), ManualApproval)}
+	case spec.Decision == schedulingv1alpha1.DecisionApprove:
+		msg := fmt.Sprintf("Approved by %s; the pod proceeds to binding on %s", spec.DecidedBy, hold.Node)
+		if len(others) > 0 {
+			msg = fmt.Sprintf("Approved by %s; the pod is still held on %s by %s, which an approval does not release", spec.DecidedBy, hold.Node, strings.Join(others, ", "))
 		}
-		return err
+		return Delivery{Action: Allow, Reason: ReasonDelivered, Message: msg}
+	default:
+		return Delivery{Action: Reject, Reason: ReasonDelivered, Message: fmt.Sprintf("Rejected by %s; the pod returned to pending", spec.DecidedBy)}
 	}
-	d.report("pod/"+pod.Name, verbs[d.opts.decision]+" ahead of Permit", pod.UID, "", note)
-	return nil
-}
-
-func (d *decider) fill(spec *schedulingv1alpha1.WaitingPodSpec) {
-	spec.Decision = d.opts.decision
-	spec.Reason = d.opts.reason
-	spec.DecidedBy = d.user
-}
-
-func (d *decider) dryRunOpts() []client.PatchOption {
-	if d.opts.dryRun == "server" {
-		return []client.PatchOption{client.DryRunAll}
-	}
-	return nil
-}
-
-func (d *decider) dryRunCreateOpts() []client.CreateOption {
-	if d.opts.dryRun == "server" {
-		return []client.CreateOption{client.DryRunAll}
-	}
-	return nil
-}
-
-func (d *decider) dryRunSuffix() string {
-	switch d.opts.dryRun {
-	case "client":
-		return " (dry run)"
-	case "server":
-		return " (server dry run)"
-	}
-	return ""
 }

@@ -2,18 +2,90 @@ package approval
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
+// The package names the plugins without importing them; the names must be
+// theirs.
+func TestPluginNames(t *testing.T) {
+	if diff := cmp.Diff([]string{manualapproval.Name, coscheduling.Name}, []string{ManualApproval, Coscheduling}); diff != "" {
+		t.Errorf("plugin names (-plugins +here):\n%s", diff)
+	}
+}
+
+func TestDecidableCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending []string
+		want    metav1.Condition
+	}{{
+		name:    "ManualApproval alone",
+		pending: []string{ManualApproval},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
+			Message: "ManualApproval holds the pod until a decision"},
+	}, {
+		name:    "ManualApproval and others",
+		pending: []string{"Quota", ManualApproval, "Gang"},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionTrue, Reason: schedulingv1alpha1.ReasonAwaitingDecision,
+			Message: "ManualApproval holds the pod until a decision; it is also held by Gang, Quota, which a decision does not release"},
+	}, {
+		name:    "others only",
+		pending: []string{"Gang"},
+		want: metav1.Condition{Type: schedulingv1alpha1.WaitingPodDecidable, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonHeldByOtherPlugins,
+			Message: "Held by Gang, not by ManualApproval; a decision does not release the pod from them"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, DecidableCondition(tc.pending)); diff != "" {
+				t.Errorf("DecidableCondition (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPinOf(t *testing.T) {
+	profile := func(uid types.UID, deleting bool) schedulingv1alpha1.SchedulingProfile {
+		sp := schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+		if deleting {
+			sp.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		return sp
+	}
+	profiles := []schedulingv1alpha1.SchedulingProfile{profile("a", false), profile("b", false), profile("c", true)}
+	for _, tc := range []struct {
+		name   string
+		pinned types.UID
+		holder types.UID
+		want   Pin
+	}{
+		{name: "unpinned, made ahead", pinned: "", holder: "b", want: PinHolds},
+		{name: "pinned to the holding profile", pinned: "b", holder: "b", want: PinHolds},
+		{name: "pinned to another profile that still exists", pinned: "a", holder: "b", want: PinOtherProfile},
+		{name: "pinned to a profile when none serves the pod", pinned: "a", holder: "", want: PinOtherProfile},
+		{name: "pinned to a deleted profile", pinned: "gone", holder: "b", want: PinProfileGone},
+		{name: "pinned to a profile being deleted", pinned: "c", holder: "c", want: PinProfileGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &schedulingv1alpha1.WaitingPodSpec{PodUID: "p", Decision: schedulingv1alpha1.DecisionApprove, ProfileUID: tc.pinned}
+			if diff := cmp.Diff(tc.want, PinOf(spec, tc.holder, profiles)); diff != "" {
+				t.Errorf("PinOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestNotMember(t *testing.T) {
-	served := servedProfiles{
-		"gangs":     {"Coscheduling", "ManualApproval"},
-		"approvals": {"ManualApproval"},
+	served := map[string]ServedProfile{
+		"gangs":     {Permit: []string{"Coscheduling", "ManualApproval"}},
+		"approvals": {Permit: []string{"ManualApproval"}},
 	}
 	// waitingPod claims group train by its pod's label, with the status the
 	// operator wrote.
@@ -36,39 +108,8 @@ func TestNotMember(t *testing.T) {
 		{name: "held by a Coscheduling profile, not shown in the group", wp: waitingPod("gangs", ""), want: "the scheduler does not show it in the group"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, notMember(tc.wp, "train", served)); diff != "" {
+			if diff := cmp.Diff(tc.want, NotMember(tc.wp, "train", served)); diff != "" {
 				t.Errorf("notMember (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestValidatePodUIDAndAhead(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts options
-		want string
-	}{
-		{name: "one name pinned", opts: options{names: []string{"web-0"}, podUID: "u"}},
-		{name: "one pod ahead", opts: options{names: []string{"pod/web-0"}, ahead: true}},
-		{name: "a pin for two names", opts: options{names: []string{"a", "b"}, podUID: "u"},
-			want: "--pod-uid pins one pod: name exactly one waitingpod/NAME or pod/NAME, without --all or --undo"},
-		{name: "a pin for --all", opts: options{all: true, podUID: "u"},
-			want: "--pod-uid pins one pod: name exactly one waitingpod/NAME or pod/NAME, without --all or --undo"},
-		{name: "a pinned group", opts: options{names: []string{"pg/train"}, podUID: "u"},
-			want: `"pg/train": --pod-uid and --ahead take waitingpod/NAME or pod/NAME: a group's members are decided as the operator holds them`},
-		{name: "a group ahead", opts: options{names: []string{"podgroup/train"}, ahead: true},
-			want: `"podgroup/train": --pod-uid and --ahead take waitingpod/NAME or pod/NAME: a group's members are decided as the operator holds them`},
-		{name: "--all ahead", opts: options{all: true, ahead: true}, want: "--ahead goes with waitingpod/NAME or pod/NAME, not --all or --undo"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.dryRun = "none"
-			got := ""
-			if err := tc.opts.validate(); err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("validate (-want +got):\n%s", diff)
 			}
 		})
 	}

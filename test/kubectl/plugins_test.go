@@ -871,6 +871,30 @@ spec:
 			HaveKeyWithValue("MESSAGE", And(ContainSubstring("NoSuchScore"), HaveSuffix("; no generation of this profile serves"))))))
 	})
 
+	// docs/approvals.md shows what `kubectl describe pod` prints of a held
+	// pod; the doc's conditions and event lines must be what it prints.
+	It("describes a held pod as docs/approvals.md shows", func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "describe-"}}
+		Expect(adminClient.Create(ctx, n)).To(Succeed())
+		ns := n.Name
+		pod := testenv.Pod(ns, "train-0", "undo-approvals", "100m", "100Mi")
+		Expect(adminClient.Create(ctx, pod)).To(Succeed())
+		var out string
+		Eventually(func(g Gomega) {
+			out = run("admin", "describe", "pod", "train-0", "-n", ns)
+			g.Expect(out).To(ContainSubstring("WaitingAtPermit"))
+			g.Expect(out).To(MatchRegexp(`(?m)^\s+Normal\s+WaitingAtPermit\s`))
+		}).Should(Succeed())
+		doc := describedHeldPod()
+		for _, section := range []string{"Conditions:", "Events:"} {
+			want, got := describeSection(doc, section), describeSection(out, section)
+			Expect(got).To(HaveLen(len(want)), "%s\ndoc:\n%s\nkubectl describe:\n%s", section, doc, out)
+			for i := range want {
+				Expect(normalizeDescribeLine(got[i], ns)).To(Equal(normalizeDescribeLine(want[i], "batch")), "%s line %d\ndoc:\n%s\nkubectl describe:\n%s", section, i, doc, out)
+			}
+		}
+	})
+
 	It("holds the pod again for a new decision, which can then bind it", func() {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "undo-op-"}}
 		Expect(adminClient.Create(ctx, n)).To(Succeed())
@@ -1023,3 +1047,48 @@ spec:
 		Expect(run("alice", "approve", "gang-0", "-n", ns)).To(Equal(decidedLine("waitingpod/gang-0", "approved", pods[0].UID, "profile undo-approvals")))
 	})
 })
+
+// describedHeldPod is the `kubectl describe pod` output docs/approvals.md
+// shows for a held pod.
+func describedHeldPod() string {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "approvals.md"))
+	Expect(err).NotTo(HaveOccurred())
+	_, block, found := strings.Cut(string(data), "$ kubectl describe pod train-0 -n batch\n")
+	Expect(found).To(BeTrue(), "docs/approvals.md shows no kubectl describe pod train-0")
+	block, _, found = strings.Cut(block, "```")
+	Expect(found).To(BeTrue())
+	return block
+}
+
+// describeSection is the lines of section ("Conditions:", "Events:") in
+// kubectl describe output, up to the next section or an elision ("...").
+func describeSection(out, section string) []string {
+	var lines []string
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == section:
+			in = true
+		case !in:
+		case line == "..." || line == "" || !strings.HasPrefix(line, " "):
+			return lines
+		default:
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// normalizeDescribeLine is the fields of a kubectl describe line with what
+// differs between runs (ages, times, the namespace) made alike.
+func normalizeDescribeLine(line, ns string) []string {
+	line = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(line, "TIME")
+	fields := strings.Fields(strings.ReplaceAll(line, ns, "NAMESPACE"))
+	for i, f := range fields {
+		if regexp.MustCompile(`^(\d+[smhd])+$`).MatchString(f) {
+			fields[i] = "AGE"
+		}
+	}
+	return fields
+}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
-	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -26,7 +25,7 @@ import (
 // the WaitingPod reconciler does.
 type noDecisions struct{}
 
-func (noDecisions) Decision(context.Context, string, string, types.UID) (*schedulingv1alpha1.WaitingPodSpec, error) {
+func (noDecisions) Decision(context.Context, manualapproval.Query) (*manualapproval.Decision, error) {
 	return nil, nil
 }
 

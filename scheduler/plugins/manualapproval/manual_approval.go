@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -25,11 +24,47 @@ import (
 const Name = "ManualApproval"
 
 // Decisions looks up what people decided for pods. The operator backs it
-// with its WaitingPod informer.
+// with its WaitingPods; the plugin knows nothing of how they are stored.
 type Decisions interface {
-	// Decision returns the decided spec of the WaitingPod namespace/name if
-	// it was made for the pod with uid, or nil when there is none.
-	Decision(ctx context.Context, namespace, name string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error)
+	// Decision returns the decision on the pod q names, if one was made for
+	// that very pod and belongs to the profile holding it, or nil when
+	// there is none.
+	Decision(ctx context.Context, q Query) (*Decision, error)
+}
+
+// Query names the pod whose decision is looked up, and the profile whose
+// instance holds it: a decision made while another profile held the pod
+// is not this one's.
+type Query struct {
+	Namespace string
+	Name      string
+	// PodUID is the pod's UID: a decision for an earlier pod of the same
+	// name does not apply.
+	PodUID types.UID
+	// Profile is the schedulerName the holding instance serves.
+	Profile string
+}
+
+// Decision is a person's decision on a pod.
+type Decision struct {
+	// Approve is true for an approval, false for a rejection.
+	Approve bool
+	// DecidedBy is who decided.
+	DecidedBy string
+	// Reason is why, if they said.
+	Reason string
+}
+
+// RejectionMessage is how a rejection reads on the pod.
+func (d *Decision) RejectionMessage() string {
+	msg := "rejected at Permit"
+	if d.DecidedBy != "" {
+		msg += " by " + d.DecidedBy
+	}
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return msg
 }
 
 // Option configures the plugin's factory.
@@ -172,12 +207,12 @@ func (pl *manualApproval) PreFilter(ctx context.Context, _ *framework.CycleState
 	if !selected {
 		return nil, framework.NewStatus(framework.Skip)
 	}
-	d, err := pl.decisions.Decision(ctx, pod.Namespace, pod.Name, pod.UID)
+	d, err := pl.decision(ctx, pod)
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("looking up the decision on pod %s: %w", klog.KObj(pod), err))
 	}
-	if d != nil && d.Decision == schedulingv1alpha1.DecisionReject {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, RejectionMessage(d))
+	if d != nil && !d.Approve {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, d.RejectionMessage())
 	}
 	return nil, nil
 }
@@ -199,15 +234,15 @@ func (pl *manualApproval) Permit(ctx context.Context, state *framework.CycleStat
 	if !selected {
 		return nil, 0
 	}
-	d, err := pl.decisions.Decision(ctx, pod.Namespace, pod.Name, pod.UID)
+	d, err := pl.decision(ctx, pod)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("looking up the decision on pod %s: %w", klog.KObj(pod), err)), 0
 	}
 	if d != nil {
-		if d.Decision == schedulingv1alpha1.DecisionApprove {
+		if d.Approve {
 			return nil, 0
 		}
-		return framework.NewStatus(framework.Unschedulable, RejectionMessage(d)), 0
+		return framework.NewStatus(framework.Unschedulable, d.RejectionMessage()), 0
 	}
 	klog.FromContext(ctx).V(3).Info("Holding pod for approval", "pod", klog.KObj(pod), "node", nodeName, "window", pl.window)
 	if pl.onTimeout == TimeoutApprove {
@@ -344,14 +379,7 @@ func selector(ls *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(ls)
 }
 
-// RejectionMessage is how a person's rejection reads on the pod.
-func RejectionMessage(d *schedulingv1alpha1.WaitingPodSpec) string {
-	msg := "rejected at Permit"
-	if d.DecidedBy != "" {
-		msg += " by " + d.DecidedBy
-	}
-	if d.Reason != "" {
-		msg += ": " + d.Reason
-	}
-	return msg
+// decision looks up the decision on pod for this instance's profile.
+func (pl *manualApproval) decision(ctx context.Context, pod *v1.Pod) (*Decision, error) {
+	return pl.decisions.Decision(ctx, Query{Namespace: pod.Namespace, Name: pod.Name, PodUID: pod.UID, Profile: pl.handle.ProfileName()})
 }

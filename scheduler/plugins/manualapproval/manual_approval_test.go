@@ -13,7 +13,6 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
@@ -23,10 +22,10 @@ import (
 )
 
 // decisions is a fixed set of WaitingPod specs keyed by pod UID.
-type decisions map[types.UID]*schedulingv1alpha1.WaitingPodSpec
+type decisions map[types.UID]*Decision
 
-func (d decisions) Decision(_ context.Context, _, _ string, uid types.UID) (*schedulingv1alpha1.WaitingPodSpec, error) {
-	return d[uid], nil
+func (d decisions) Decision(_ context.Context, q Query) (*Decision, error) {
+	return d[q.PodUID], nil
 }
 
 func newFramework(t *testing.T, d decisions, args string, opts ...Option) framework.Framework {
@@ -43,8 +42,8 @@ func newFramework(t *testing.T, d decisions, args string, opts ...Option) framew
 }
 
 func TestPermit(t *testing.T) {
-	approved := &schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"}
-	rejected := &schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionReject, DecidedBy: "bob", Reason: "no budget"}
+	approved := &Decision{Approve: true, DecidedBy: "alice"}
+	rejected := &Decision{DecidedBy: "bob", Reason: "no budget"}
 	tests := []struct {
 		name      string
 		args      string
@@ -129,7 +128,7 @@ func TestPermit(t *testing.T) {
 }
 
 func TestPreFilterKeepsRejectedPodsOffNodes(t *testing.T) {
-	fwk := newFramework(t, decisions{"u1": {Decision: schedulingv1alpha1.DecisionReject, Reason: "not this week"}}, "")
+	fwk := newFramework(t, decisions{"u1": {Reason: "not this week"}}, "")
 	pod := st.MakePod().Name("p").UID("u1").Obj()
 	_, got, _ := fwk.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), pod)
 	want := framework.NewStatus(framework.UnschedulableAndUnresolvable, "rejected at Permit: not this week").WithPlugin(Name)
