@@ -208,7 +208,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		if maxShadows <= 0 {
 			maxShadows = profilebuild.DefaultMaxShadows
 		}
-		if err := webhook.Register(mgr, validator, mgr.GetCache(), maxShadows); err != nil {
+		if err := webhook.Register(mgr, validator, mgr.GetCache(), maxShadows, o.MetricsRegisterer); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {

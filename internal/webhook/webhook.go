@@ -16,8 +16,10 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,11 +47,28 @@ const Budget = 5 * time.Second
 // Register serves the webhook on mgr's webhook server. v validates specs;
 // profiles lists the SchedulingProfiles already stored, for the warning
 // about a schedulerName an older profile claims and for maxShadows, the
-// number of shadow profiles allowed.
-func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader, maxShadows int) error {
+// number of shadow profiles allowed. reg, when not nil, exports the
+// webhook's metrics.
+func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader, maxShadows int, reg prometheus.Registerer) error {
+	panics := newPanicCounter()
+	if reg != nil {
+		if err := reg.Register(panics); err != nil {
+			return fmt.Errorf("registering the admission webhook's metrics: %w", err)
+		}
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulingProfile{}).
-		WithValidator(&profileValidator{validator: v, profiles: profiles, maxShadows: maxShadows, budget: Budget, builds: make(chan struct{}, MaxConcurrentBuilds)}).
+		WithValidator(&profileValidator{validator: v, profiles: profiles, maxShadows: maxShadows, budget: Budget,
+			builds: make(chan struct{}, MaxConcurrentBuilds), panics: panics}).
 		Complete()
+}
+
+// newPanicCounter counts validations that panicked: a plugin factory or
+// its args handling failed in a way no spec should be able to cause.
+func newPanicCounter() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "profile_scheduler_admission_webhook_panics_total",
+		Help: "Number of SchedulingProfile validations in the admission webhook that panicked and were refused as an internal error.",
+	})
 }
 
 // profileValidator checks SchedulingProfiles on create and update.
@@ -63,6 +82,8 @@ type profileValidator struct {
 	// request ran out of time: anyone who can reach the webhook's port
 	// can send reviews, and each may build a spec of up to 1 MiB.
 	builds chan struct{}
+	// panics counts validations that panicked.
+	panics prometheus.Counter
 }
 
 // MaxConcurrentBuilds bounds the instances the webhook builds at once; a
@@ -114,6 +135,16 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 	refused := make(chan *validation.Refusal, 1)
 	go func() {
 		defer func() { <-p.builds }()
+		// Every replica serves the webhook: a panic left to kill this
+		// goroutine would take the whole process, the scheduling loop
+		// with it, and a spec that causes one could take every replica.
+		defer func() {
+			if r := recover(); r != nil {
+				p.panics.Inc()
+				logger.Error(nil, "Validating a profile panicked", "panic", r, "stack", string(debug.Stack()))
+				refused <- &validation.Refusal{Reason: schedulingv1alpha1.ReasonInvalidSpec, Message: internalErrorMessage}
+			}
+		}()
 		refused <- p.validator.Validate(ctx, sp)
 	}()
 	var ref *validation.Refusal
@@ -127,6 +158,11 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 	}
 	return p.warnings(ctx, sp), nil
 }
+
+// internalErrorMessage refuses a spec whose validation panicked: the fault
+// is the operator's, which its log and
+// profile_scheduler_admission_webhook_panics_total show.
+const internalErrorMessage = "was not validated: an internal error occurred in the operator, so nothing was changed; the operator's log has the details"
 
 // denial words ref after the object, as kubectl prints it: `admission
 // webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the

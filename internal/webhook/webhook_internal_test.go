@@ -3,12 +3,14 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -56,6 +58,7 @@ func TestValidate(t *testing.T) {
 		maxShadows: 1,
 		budget:     buildTime / 3,
 		builds:     make(chan struct{}, MaxConcurrentBuilds),
+		panics:     newPanicCounter(),
 	}
 	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
@@ -177,6 +180,7 @@ func TestBuildsAreBounded(t *testing.T) {
 		maxShadows: 1,
 		budget:     50 * time.Millisecond,
 		builds:     make(chan struct{}, MaxConcurrentBuilds),
+		panics:     newPanicCounter(),
 	}
 	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
@@ -193,5 +197,45 @@ func TestBuildsAreBounded(t *testing.T) {
 	close(release)
 	if got := most.Load(); got != MaxConcurrentBuilds {
 		t.Errorf("at most %d builds ran at once, want %d", got, MaxConcurrentBuilds)
+	}
+}
+
+// TestPanicIsRefused checks that a validation whose plugin factory panics
+// is refused as the operator's internal error and counted, and that the
+// webhook goes on serving.
+func TestPanicIsRefused(t *testing.T) {
+	registry := plugins.NewInTreeRegistry()
+	if err := registry.Register(slowName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+		panic("a factory's bug")
+	}, runtime.ArgsSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &profileValidator{
+		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
+		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
+		maxShadows: 1,
+		budget:     Budget,
+		builds:     make(chan struct{}, MaxConcurrentBuilds),
+		panics:     newPanicCounter(),
+	}
+	panicking := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
+		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
+	}}
+	for i := range 2 {
+		_, err := p.ValidateCreate(t.Context(), profile("panics", time.Now(), panicking))
+		if err == nil || !strings.Contains(err.Error(), "an internal error occurred") {
+			t.Fatalf("validation %d: got %v, want a refusal saying an internal error occurred", i, err)
+		}
+		if got, want := testutil.ToFloat64(p.panics), float64(i+1); got != want {
+			t.Errorf("after validation %d the panic counter is %v, want %v", i, got, want)
+		}
+	}
+	// Every build token came back: a valid spec still validates.
+	if _, err := p.ValidateCreate(t.Context(), profile("valid", time.Now(), schedulingv1alpha1.SchedulingProfileSpec{})); err != nil {
+		t.Errorf("a valid spec after the panics: %v", err)
 	}
 }
