@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -51,10 +51,10 @@ func TestValidate(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	stored := profile("first", now.Add(-time.Hour), schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")})
 	p := &profileValidator{
-		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
-		profiles:  fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
-		budget:    buildTime / 3,
-		builds:    make(chan struct{}, MaxConcurrentBuilds),
+		checker:  profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}), profilebuild.Offline(registry, nil)),
+		profiles: fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
+		budget:   buildTime / 3,
+		builds:   make(chan struct{}, MaxConcurrentBuilds),
 	}
 	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
@@ -171,10 +171,10 @@ func TestBuildsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &profileValidator{
-		validator: validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
-		profiles:  fake.NewClientBuilder().WithScheme(scheme).Build(),
-		budget:    50 * time.Millisecond,
-		builds:    make(chan struct{}, MaxConcurrentBuilds),
+		checker:  profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins()}), profilebuild.Offline(registry, nil)),
+		profiles: fake.NewClientBuilder().WithScheme(scheme).Build(),
+		budget:   50 * time.Millisecond,
+		builds:   make(chan struct{}, MaxConcurrentBuilds),
 	}
 	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
