@@ -95,6 +95,8 @@ type servedProfile struct {
 	specHash     string
 	plugins      *schedulingv1alpha1.ResolvedPlugins
 	hasExtenders bool
+	// secrets is what the instance took from each Secret, by name.
+	secrets map[string]secretVersion
 }
 
 // NewSchedulingProfileReconciler returns a reconciler that publishes into
@@ -126,10 +128,15 @@ func (r *SchedulingProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.stopShadowsAtShutdown(mgr); err != nil {
 		return err
 	}
+	secrets, err := r.watchSecrets(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("schedulingprofile").
 		Watches(&schedulingv1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.withSameSchedulerName)).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(secrets).
 		Complete(r)
 }
 
@@ -231,7 +238,16 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	// written is the status as last written: orig's, or the one saying
 	// that the current generation is being built.
 	written := orig
-	if !serving || prev.generation != sp.Generation {
+	rebuild := !serving || prev.generation != sp.Generation
+	if !rebuild {
+		// The serving instance holds TLS material of Secrets read when it
+		// was built: material that changed or went makes it build again,
+		// refused or with the new material.
+		if rebuild, err = r.secretsChanged(ctx, sp.Name, prev.secrets); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if rebuild {
 		if orig.Status.ObservedGeneration != sp.Generation {
 			// A new generation: say so before building it. kstatus
 			// already reads a lagging observedGeneration as in progress,
@@ -247,7 +263,8 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			written = sp.DeepCopy()
 		}
-		fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, planRefusals)
+		read := map[string]secretVersion{}
+		fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, planRefusals, read)
 		if err != nil {
 			// Not the spec's fault (the plugins' informers did not sync in
 			// time): status says the generation is being built, and the
@@ -292,7 +309,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			// only a new spec can, and its update triggers a reconcile.
 			return ctrl.Result{}, r.patchStatus(ctx, written, sp)
 		}
-		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, specHash: profilebuild.SpecHash(&sp.Spec), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0}
+		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, specHash: profilebuild.SpecHash(&sp.Spec), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0, secrets: read}
 		r.publish(sp.Name, prev, fwk)
 		klog.FromContext(ctx).Info("Published framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", sp.Generation)
 		r.recorder.Eventf(sp, nil, corev1.EventTypeNormal, schedulingv1alpha1.ReasonServing, "Publish", "Generation %d serves schedulerName %s", sp.Generation, name)
@@ -338,14 +355,15 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 }
 
 // buildSpec compiles plan, sp's current spec planned with refusals, with
-// opts after its own, or says why it may not serve: it is too large
+// opts after its own, recording in read (unless nil) what it took from
+// each Secret, or says why it may not serve: it is too large
 // (reason SpecTooLarge) or invalid (InvalidSpec), with every refusal in
 // the message. The checks are the compiler's, as in the admission
 // webhook, plus what only building it here shows: the extenders' TLS
 // Secrets. An error is a failure that is not the spec's, worth retrying.
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, read map[string]secretVersion, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
 	if len(refusals) == 0 {
-		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name),
+		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read),
 			append([]runtime.Option{runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
 		if err != nil {
 			return nil, "", "", err

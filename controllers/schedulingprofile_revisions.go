@@ -43,8 +43,9 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 	}
 	plan, refusals := r.planner.PlanSpec(sp, last)
 	var fwk framework.Framework
+	read := map[string]secretVersion{}
 	if len(refusals) == 0 {
-		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
+		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	}
 	if err == nil && len(refusals) > 0 {
 		err = errors.New(refusals.Message(fmt.Sprintf("Generation %d", orig.Status.ServingGeneration)))
@@ -53,7 +54,7 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
 	}
-	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, specHash: profilebuild.SpecHash(last), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(last.Extenders) > 0}
+	served := servedProfile{uid: sp.UID, schedulerName: name, generation: orig.Status.ServingGeneration, specHash: profilebuild.SpecHash(last), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(last.Extenders) > 0, secrets: read}
 	r.publish(sp.Name, served, fwk)
 	klog.FromContext(ctx).Info("Restored the last valid framework instance", "schedulingProfile", klog.KObj(sp), "schedulerName", name, "generation", served.generation)
 	return served, true

@@ -207,7 +207,7 @@ func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *sched
 		return runningShadow{}, schedulingv1alpha1.ReasonInvalidSpec, "This operator runs no shadow profiles; remove spec.shadowOf", nil
 	}
 	sh := r.newShadow(sp.Name, of)
-	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, sh.FrameworkOptions()...)
+	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, nil, sh.FrameworkOptions()...)
 	if fwk == nil {
 		return runningShadow{}, reason, msg, err
 	}
