@@ -222,13 +222,11 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		status.ServingRevision = nil
 		status.Plugins = nil
 		status.OmittedDefaultPlugins = nil
-		r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, reason, msg)
-		setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg})
 		meta.RemoveStatusCondition(&sp.Status.Conditions, schedulingv1alpha1.ProfileExtendersReachable)
 		if !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) || orig.Status.ObservedGeneration != sp.Generation {
 			r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Claim", "%s", eventNote(msg))
 		}
-		if err := r.patchStatus(ctx, orig, sp); err != nil {
+		if _, err := r.writeOutcome(ctx, orig, sp, name, claimOutcome(reason, msg, reason)); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.deleteRevision(ctx, sp, orig.Status.ServingRevision)
@@ -289,15 +287,10 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 				// is known only from its revision: serve it again.
 				prev, serving = r.restore(ctx, sp, orig, name)
 			}
-			activeStatus, activeReason, activeMsg := metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "No valid generation of this profile has been built"
 			if serving {
 				// A status written before the hash was recorded gets it.
 				status.ServingSpecHash = prev.specHash
-				activeStatus, activeReason = metav1.ConditionTrue, schedulingv1alpha1.ReasonServing
-				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps serving schedulerName %s", prev.generation, name)
 			}
-			r.setConditions(sp, metav1.ConditionFalse, reason, msg, activeStatus, activeReason, activeMsg)
-			setRolloutConditions(sp, rollout{schedulerName: name, reason: reason, msg: msg, serving: servingGeneration(prev, serving)})
 			r.setExtendersCondition(sp, orig, prev, serving)
 			if orig.Status.ObservedGeneration != sp.Generation || !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) {
 				// A user's mistake, not the operator's: info level, and
@@ -306,8 +299,9 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 				r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Build", "%s", eventNote(msg))
 			}
 			// No error and no requeue either way: retrying cannot help,
-			// only a new spec can, and its update triggers a reconcile.
-			return ctrl.Result{}, r.patchStatus(ctx, written, sp)
+			// only a new spec (or Secret) can, and its update triggers a
+			// reconcile.
+			return r.writeOutcome(ctx, written, sp, name, refusedOutcome(reason, msg, servingGeneration(prev, serving)))
 		}
 		prev = servedProfile{uid: sp.UID, schedulerName: name, generation: sp.Generation, specHash: profilebuild.SpecHash(&sp.Spec), plugins: resolvedPlugins(fwk.ListPlugins()), hasExtenders: len(sp.Spec.Extenders) > 0, secrets: read}
 		r.publish(sp.Name, prev, fwk)
@@ -329,12 +323,8 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if plan != nil {
 		status.OmittedDefaultPlugins = plan.OmittedDefaultPlugins
 	}
-	r.setConditions(sp,
-		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
-		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
-	setRolloutConditions(sp, rollout{schedulerName: name})
 	r.setExtendersCondition(sp, orig, prev, true)
-	if err := r.patchStatus(ctx, written, sp); err != nil {
+	if _, err := r.writeOutcome(ctx, written, sp, name, builtOutcome(prev.generation)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if prevRev := orig.Status.ServingRevision; prevRev != nil && (status.ServingRevision == nil || *prevRev != *status.ServingRevision) {
@@ -439,17 +429,6 @@ func (r *SchedulingProfileReconciler) stopServing(ctx context.Context, objName, 
 	if owned && r.profiles.Remove(sp.schedulerName, msg) {
 		klog.FromContext(ctx).Info("Withdrew framework instance", "schedulingProfile", objName, "schedulerName", sp.schedulerName, "reason", msg)
 	}
-}
-
-func (r *SchedulingProfileReconciler) setConditions(sp *schedulingv1alpha1.SchedulingProfile,
-	accepted metav1.ConditionStatus, acceptedReason, acceptedMsg string,
-	active metav1.ConditionStatus, activeReason, activeMsg string) {
-	meta.SetStatusCondition(&sp.Status.Conditions, metav1.Condition{
-		Type: schedulingv1alpha1.ProfileAccepted, Status: accepted, Reason: acceptedReason, Message: truncate(acceptedMsg, maxConditionMessage), ObservedGeneration: sp.Generation,
-	})
-	meta.SetStatusCondition(&sp.Status.Conditions, metav1.Condition{
-		Type: schedulingv1alpha1.ProfileActive, Status: active, Reason: activeReason, Message: truncate(activeMsg, maxConditionMessage), ObservedGeneration: sp.Generation,
-	})
 }
 
 // patchStatus writes the status fields the reconciler owns, as sp has
