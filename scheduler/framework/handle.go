@@ -63,6 +63,11 @@ type Handle interface {
 	// shared by all instances, nil when the instance was built without.
 	SharedDRAManager() SharedDRAManager
 
+	// Extenders returns the profile's HTTP extenders, in the profile's
+	// order: the scheduling loop calls them after the plugins, and
+	// preemption lets them narrow its candidates.
+	Extenders() []Extender
+
 	// RunFilterPluginsWithNominatedPods runs Filter for pod on info, also
 	// accounting for pods of equal or higher priority nominated to the node.
 	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *v1.Pod, info *NodeInfo) *Status
