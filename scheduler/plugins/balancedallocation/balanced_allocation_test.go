@@ -21,10 +21,8 @@ type res = map[v1.ResourceName]string
 const gpu = "nvidia.com/gpu"
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeResourcesBalancedAllocationArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(balancedallocation.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: balancedallocation.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(balancedallocation.Name, 1)), balancedallocation.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 

@@ -17,10 +17,8 @@ import (
 )
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeAffinityArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(nodeaffinity.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: nodeaffinity.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(nodeaffinity.Name, 1)), nodeaffinity.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 

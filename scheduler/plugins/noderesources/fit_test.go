@@ -19,10 +19,8 @@ import (
 const extended = "example.com/aaa"
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeResourcesFitArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(noderesources.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: noderesources.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(noderesources.Name, 1)), noderesources.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 
