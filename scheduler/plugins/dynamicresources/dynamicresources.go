@@ -32,6 +32,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 )
 
 const (
@@ -458,7 +459,7 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 		if err != nil {
 			return nil, statusError(logger, err)
 		}
-		allocator, err := structured.NewAllocator(ctx, AllocatorFeatures(), *allocatedState, pl.draManager.DeviceClasses(), slices, pl.celCache)
+		allocator, err := structured.NewAllocator(ctx, feature.AllocatorFeatures(), *allocatedState, pl.draManager.DeviceClasses(), slices, pl.celCache)
 		if err != nil {
 			return nil, statusError(logger, err)
 		}
@@ -466,24 +467,6 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 	}
 	s.claims = claims
 	return nil, nil
-}
-
-// AllocatorFeatures returns the allocator features kube-scheduler 1.37.2
-// enables with its default gates: admin access, prioritized lists,
-// partitionable devices, device taints, binding conditions with device
-// status, and consumable capacity. The alpha ones (list-type and derived
-// attributes, optional node operations, compatibility groups) and
-// DRAFractionalCapacityRange, on only with --min-compatibility-version
-// 1.37 (the default is 1.36), stay off.
-func AllocatorFeatures() structured.Features {
-	return structured.Features{
-		AdminAccess:            true,
-		PrioritizedList:        true,
-		PartitionableDevices:   true,
-		DeviceTaints:           true,
-		DeviceBindingAndStatus: true,
-		ConsumableCapacity:     true,
-	}
 }
 
 func (pl *dynamicResources) validateDeviceClass(logger klog.Logger, deviceClassName, requestName string) *framework.Status {
