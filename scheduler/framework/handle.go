@@ -57,7 +57,8 @@ type Handle interface {
 	ClientSet() clientset.Interface
 	// EventRecorder records events on behalf of the scheduler.
 	EventRecorder() events.EventRecorderLogger
-	// SharedInformerFactory returns the informers shared by all instances.
+	// SharedInformerFactory returns the informers shared by all instances
+	// and the operator's controllers; add an index to one with AddIndex.
 	SharedInformerFactory() informers.SharedInformerFactory
 	// SharedDRAManager returns the Dynamic Resource Allocation objects
 	// shared by all instances, nil when the instance was built without.
