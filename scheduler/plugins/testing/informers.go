@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -33,11 +34,25 @@ func WithPluginArgs[T any, PT interface {
 // plugin lists fails the test.
 func Informers(tb gotesting.TB, objs ...k8sruntime.Object) []runtime.Option {
 	tb.Helper()
-	cs := fake.NewClientset()
+	cs, factory := InformerFactory(tb, objs...)
+	return []runtime.Option{runtime.WithClientSet(cs), runtime.WithInformerFactory(factory)}
+}
+
+// InformerFactory returns a fake client holding objs, for the writes and
+// reads a plugin makes through the API, and an (unstarted) informer factory
+// over it whose stores already hold objs, as a synced cache would. An
+// object of a kind no plugin lists fails the test.
+func InformerFactory(tb gotesting.TB, objs ...k8sruntime.Object) (*fake.Clientset, informers.SharedInformerFactory) {
+	tb.Helper()
+	cs := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	for _, o := range objs {
 		var err error
 		switch o := o.(type) {
+		case *v1.Node:
+			err = factory.Core().V1().Nodes().Informer().GetStore().Add(o)
+		case *v1.Pod:
+			err = factory.Core().V1().Pods().Informer().GetStore().Add(o)
 		case *v1.Namespace:
 			err = factory.Core().V1().Namespaces().Informer().GetStore().Add(o)
 		case *v1.Service:
@@ -52,12 +67,16 @@ func Informers(tb gotesting.TB, objs ...k8sruntime.Object) []runtime.Option {
 			err = factory.Apps().V1().ReplicaSets().Informer().GetStore().Add(o)
 		case *appsv1.StatefulSet:
 			err = factory.Apps().V1().StatefulSets().Informer().GetStore().Add(o)
+		case *policyv1.PodDisruptionBudget:
+			err = factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore().Add(o)
 		case *storagev1.StorageClass:
 			err = factory.Storage().V1().StorageClasses().Informer().GetStore().Add(o)
 		case *storagev1.CSINode:
 			err = factory.Storage().V1().CSINodes().Informer().GetStore().Add(o)
 		case *storagev1.CSIDriver:
 			err = factory.Storage().V1().CSIDrivers().Informer().GetStore().Add(o)
+		case *storagev1.CSIStorageCapacity:
+			err = factory.Storage().V1().CSIStorageCapacities().Informer().GetStore().Add(o)
 		case *storagev1.VolumeAttachment:
 			err = factory.Storage().V1().VolumeAttachments().Informer().GetStore().Add(o)
 		default:
@@ -67,5 +86,5 @@ func Informers(tb gotesting.TB, objs ...k8sruntime.Object) []runtime.Option {
 			tb.Fatal(err)
 		}
 	}
-	return []runtime.Option{runtime.WithClientSet(cs), runtime.WithInformerFactory(factory)}
+	return cs, factory
 }
