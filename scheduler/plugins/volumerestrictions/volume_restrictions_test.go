@@ -2,11 +2,11 @@ package volumerestrictions
 
 import (
 	"fmt"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
