@@ -28,7 +28,6 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,19 +38,16 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // BuildFunc builds a framework instance for a profile, wired to the
-// scheduling loop's cache, queue and clients (the scheduler's NewFramework).
-// opts carry what a KubeSchedulerProfile has no field for: the profile's
-// extenders.
-type BuildFunc func(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error)
+// scheduling loop's cache, queue and clients (profilebuild.Builder of the
+// scheduler). profilebuild.Compile hands it the profile's options.
+type BuildFunc = profilebuild.BuildFunc
 
 // SchedulingProfileReconciler turns SchedulingProfiles into live instances:
 // it validates and builds each spec, publishes the instance under its
@@ -62,7 +58,8 @@ type SchedulingProfileReconciler struct {
 	profiles *profiles.Set
 	build    BuildFunc
 	recorder events.EventRecorder
-	reserved sets.Set[string]
+	// planner plans every spec, the current one and a restored one.
+	planner *profilebuild.Planner
 	// revisionNamespace holds the ControllerRevisions of every profile.
 	revisionNamespace string
 
@@ -111,15 +108,15 @@ type servedProfile struct {
 }
 
 // NewSchedulingProfileReconciler returns a reconciler that publishes into
-// set the instances build makes. reserved names the schedulerNames it must
-// never take: another scheduler serves them.
-func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build BuildFunc, recorder events.EventRecorder, reserved []string, opts ...ProfileOption) *SchedulingProfileReconciler {
+// set the instances build makes of the specs planner plans; the planner
+// knows the schedulerNames it must never take.
+func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build BuildFunc, recorder events.EventRecorder, planner *profilebuild.Planner, opts ...ProfileOption) *SchedulingProfileReconciler {
 	r := &SchedulingProfileReconciler{
 		client:            c,
 		profiles:          set,
 		build:             build,
 		recorder:          recorder,
-		reserved:          sets.New(reserved...),
+		planner:           planner,
 		revisionNamespace: OperatorNamespace(),
 		served:            map[string]servedProfile{},
 		owners:            map[string]string{},
@@ -157,12 +154,12 @@ func (r *SchedulingProfileReconciler) withSameSchedulerName(ctx context.Context,
 		klog.FromContext(ctx).Error(err, "Listing SchedulingProfiles")
 		return reqs
 	}
-	name := validation.SchedulerName(sp)
+	name := profilebuild.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
 		// A shadow that goes may let a newer one refused for the
 		// shadow limit run.
-		if other.Name != sp.Name && (validation.SchedulerName(other) == name || sp.Spec.ShadowOf != nil && other.Spec.ShadowOf != nil) {
+		if other.Name != sp.Name && (profilebuild.SchedulerName(other) == name || sp.Spec.ShadowOf != nil && other.Spec.ShadowOf != nil) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: other.Name}})
 		}
 	}
@@ -201,7 +198,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	r.stopShadow(ctx, sp.Name)
 
-	name := validation.SchedulerName(sp)
+	name := profilebuild.SchedulerName(sp)
 	r.mu.Lock()
 	prev, serving := r.served[sp.Name]
 	r.mu.Unlock()
@@ -216,7 +213,8 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	status.SchedulerName = name
 	status.Shadow = nil
 
-	if reason, msg, err := r.refusal(ctx, sp, name); err != nil {
+	plan, planRefusals := r.planner.Plan(sp)
+	if reason, msg, err := r.refusal(ctx, sp, name, planRefusals); err != nil {
 		return ctrl.Result{}, err
 	} else if reason != "" {
 		if serving {
@@ -240,7 +238,6 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	profile := validation.UpstreamProfile(name, &sp.Spec)
 	// written is the status as last written: orig's, or the one saying
 	// that the current generation is being built.
 	written := orig
@@ -260,7 +257,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			}
 			written = sp.DeepCopy()
 		}
-		fwk, reason, msg, err := r.buildSpec(ctx, sp, profile)
+		fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, planRefusals)
 		if err != nil {
 			// Not the spec's fault (the plugins' informers did not sync in
 			// time): status says the generation is being built, and the
@@ -321,7 +318,10 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		status.ServingRevision = rev
 	}
 	status.Plugins = prev.plugins
-	status.OmittedDefaultPlugins = plugins.OmittedDefaultPluginsFor(profile)
+	status.OmittedDefaultPlugins = nil
+	if plan != nil {
+		status.OmittedDefaultPlugins = plan.OmittedDefaultPlugins
+	}
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, fmt.Sprintf("Generation %d serves schedulerName %s", prev.generation, name))
@@ -347,29 +347,22 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 	return served.generation
 }
 
-// buildSpec builds sp's current spec, with opts after its own, or says why
-// it may not serve: it is too large (reason SpecTooLarge) or invalid
-// (InvalidSpec). The checks are
-// validation's, as in the admission webhook, plus what only building it
-// here shows: the extenders' TLS Secrets. An error is a failure that is
-// not the spec's, worth retrying.
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
-	refused := func(ref *validation.Refusal) (framework.Framework, string, string, error) {
-		return nil, ref.Reason, fmt.Sprintf("Generation %d %s", sp.Generation, ref.Message), nil
+// buildSpec compiles plan, sp's current spec planned with refusals, with
+// opts after its own, or says why it may not serve: it is too large
+// (reason SpecTooLarge) or invalid (InvalidSpec), with every refusal in
+// the message. The checks are the compiler's, as in the admission
+// webhook, plus what only building it here shows: the extenders' TLS
+// Secrets. An error is a failure that is not the spec's, worth retrying.
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
+	if len(refusals) == 0 {
+		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name),
+			append([]runtime.Option{runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
+		if err != nil {
+			return nil, "", "", err
+		}
 	}
-	if ref := validation.CheckSize(&sp.Spec); ref != nil {
-		return refused(ref)
-	}
-	exts, err := r.extenderConfigs(ctx, sp.Name, sp.Spec.Extenders)
-	if err != nil {
-		return refused(validation.NotBuilt(err))
-	}
-	fwk, err = r.build(ctx, profile, append([]runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
-	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {
-		return refused(validation.NotBuilt(err))
-	}
-	if err != nil {
-		return nil, "", "", err
+	if len(refusals) > 0 {
+		return nil, refusals.Reason(), refusals.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
 	}
 	return fwk, "", "", nil
 }
@@ -387,15 +380,17 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 			"generation", orig.Status.ServingGeneration, "controllerRevision", klog.KRef(ref.Namespace, ref.Name))
 		return servedProfile{}, false
 	}
-	if lastName := validation.SchedulerName(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
+	if lastName := profilebuild.SchedulerName(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
 		return servedProfile{}, false
 	}
-	exts, err := r.extenderConfigs(ctx, sp.Name, last.Extenders)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "The extenders of the last valid generation cannot be set up", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
-		return servedProfile{}, false
+	plan, refusals := r.planner.PlanSpec(sp, last)
+	var fwk framework.Framework
+	if len(refusals) == 0 {
+		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	}
-	fwk, err := r.build(ctx, validation.UpstreamProfile(name, last), runtime.WithExtenders(exts), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
+	if err == nil && len(refusals) > 0 {
+		err = errors.New(refusals.Message(fmt.Sprintf("Generation %d", orig.Status.ServingGeneration)))
+	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "The last valid generation no longer builds", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
 		return servedProfile{}, false
@@ -406,13 +401,13 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 	return served, true
 }
 
-// refusal says why sp may not serve name: the name is reserved, or an older
+// refusal says why sp may not serve name: the name is reserved (the
+// message then also says what else is wrong with the spec), or an older
 // profile claims it. The oldest claimant wins whether or not its spec is
 // valid, so a name never flaps between objects as specs change.
-func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, name string) (reason, msg string, err error) {
-	if r.reserved.Has(name) {
-		ref := validation.ReservedName(name)
-		return ref.Reason, ref.Message, nil
+func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, name string, planned profilebuild.Refusals) (reason, msg string, err error) {
+	if planned.Reason() == schedulingv1alpha1.ReasonReservedSchedulerName {
+		return planned.Reason(), planned.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
 	}
 	var list schedulingv1alpha1.SchedulingProfileList
 	if err := r.client.List(ctx, &list); err != nil {
@@ -421,10 +416,10 @@ func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulin
 	for i := range list.Items {
 		other := &list.Items[i]
 		// A shadow claims no schedulerName.
-		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || validation.SchedulerName(other) != name {
+		if other.UID == sp.UID || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || profilebuild.SchedulerName(other) != name {
 			continue
 		}
-		if validation.Older(other, sp) {
+		if profilebuild.Older(other, sp) {
 			return schedulingv1alpha1.ReasonSchedulerNameConflict,
 				fmt.Sprintf("schedulerName %s is claimed by the older SchedulingProfile %s", name, other.Name), nil
 		}
@@ -729,12 +724,12 @@ func eventNote(msg string) string { return truncate(msg, maxEventNote) }
 // namespace only.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=system
 
-// extenderConfigs turns the extenders of profile into upstream's form,
-// with the TLS material read from the Secrets labelled for profile.
-func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, profile string, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
-	return validation.Extenders(ctx, exts, r.revisionNamespace, func(ctx context.Context, path, name string, keys ...string) (map[string][]byte, error) {
-		return r.extenderSecret(ctx, path, profile, name, keys...)
-	})
+// secretReader reads the Secrets that hold TLS material for profile's
+// extenders.
+func (r *SchedulingProfileReconciler) secretReader(profile string) profilebuild.SecretReader {
+	return func(ctx context.Context, ref profilebuild.SecretRef) (map[string][]byte, error) {
+		return r.extenderSecret(ctx, strings.TrimPrefix(ref.Field, "spec."), profile, ref.Name, ref.Keys...)
+	}
 }
 
 // extenderSecret reads the data of a Secret of the operator's namespace
@@ -746,8 +741,9 @@ func (r *SchedulingProfileReconciler) extenderConfigs(ctx context.Context, profi
 // manager's client would otherwise cache, and so list and watch, every
 // Secret it may read.
 func (r *SchedulingProfileReconciler) extenderSecret(ctx context.Context, path, profile, name string, keys ...string) (map[string][]byte, error) {
-	unusable := fmt.Errorf("%s: no Secret %s in namespace %s is labelled %s=%s and holds %s",
-		path, name, r.revisionNamespace, schedulingv1alpha1.ExtenderTLSLabel, profile, strings.Join(keys, " and "))
+	unusable := fmt.Errorf("%s: no Secret %s in namespace %s is labelled %s=%s and holds %s; create Secret %s/%s with that label and %s, and the profile is built again",
+		path, name, r.revisionNamespace, schedulingv1alpha1.ExtenderTLSLabel, profile, strings.Join(keys, " and "),
+		r.revisionNamespace, name, keyList(keys))
 	secret := &corev1.Secret{}
 	if err := r.getUncached(ctx, client.ObjectKey{Namespace: r.revisionNamespace, Name: name}, corev1.SchemeGroupVersion.WithKind("Secret"), secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -859,4 +855,12 @@ func (r *SchedulingProfileReconciler) setExtendersCondition(sp, orig *scheduling
 		}
 	}
 	meta.SetStatusCondition(&sp.Status.Conditions, cond)
+}
+
+// keyList words the keys a Secret needs: "key ca.crt", "keys tls.crt and tls.key".
+func keyList(keys []string) string {
+	if len(keys) == 1 {
+		return "key " + keys[0]
+	}
+	return "keys " + strings.Join(keys, " and ")
 }

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
@@ -132,7 +132,7 @@ func newProfileFixture(t *testing.T, reserved []string, objs ...client.Object) *
 func (f *profileFixture) restart() {
 	f.set = profiles.NewSet(klog.Background())
 	f.recorder = events.NewFakeRecorder(100)
-	f.r = NewSchedulingProfileReconciler(f.client, f.set, f.build, f.recorder, f.reserved, WithRevisionNamespace(revisionNS))
+	f.r = NewSchedulingProfileReconciler(f.client, f.set, f.build, f.recorder, testPlanner(f.reserved), WithRevisionNamespace(revisionNS))
 }
 
 func (f *profileFixture) build(_ context.Context, profile *configv1.KubeSchedulerProfile, _ ...fwkruntime.Option) (framework.Framework, error) {
@@ -238,9 +238,9 @@ func invalidSpec() schedulingv1alpha1.SchedulingProfileSpec {
 	}}
 }
 
-// tooLargeSpec is valid but larger, as JSON, than validation.MaxSpecBytes.
+// tooLargeSpec is valid but larger, as JSON, than profilebuild.MaxSpecBytes.
 func tooLargeSpec() schedulingv1alpha1.SchedulingProfileSpec {
-	args := fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", validation.MaxSpecBytes))
+	args := fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", profilebuild.MaxSpecBytes))
 	return schedulingv1alpha1.SchedulingProfileSpec{PluginConfig: []schedulingv1alpha1.PluginConfig{{Name: "NodeResourcesFit", Args: runtime.RawExtension{Raw: []byte(args)}}}}
 }
 
@@ -331,7 +331,7 @@ func TestReconcileStatus(t *testing.T) {
 		wantPlugins:         servingPlugins,
 		wantOmittedDefaults: true,
 		wantConditions: func(g int64) []metav1.Condition {
-			msg := fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+validation.MaxSpecBytes, validation.MaxSpecBytes)
+			msg := fmt.Sprintf("Generation 2 is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args", len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+profilebuild.MaxSpecBytes, profilebuild.MaxSpecBytes)
 			return append(conditions(g, metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge, msg,
 				metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 1, the last valid one, keeps serving schedulerName p"),
 				stalled(g, schedulingv1alpha1.ReasonSpecTooLarge, msg+"; generation 1, the last valid one, keeps serving schedulerName p")...)
@@ -416,7 +416,7 @@ func TestReconcileStatus(t *testing.T) {
 				if tc.lastValid != nil {
 					serves = tc.lastValid
 				}
-				wantOmitted = plugins.OmittedDefaultPluginsFor(validation.UpstreamProfile("p", serves))
+				wantOmitted = plugins.OmittedDefaultPluginsFor(profilebuild.UpstreamProfile("p", serves))
 			}
 			if diff := cmp.Diff(wantOmitted, got.OmittedDefaultPlugins, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("omittedDefaultPlugins (-want +got):\n%s", diff)
@@ -476,7 +476,7 @@ func TestOlder(t *testing.T) {
 		{name: "same time, name second", a: at("b", 0), b: at("a", 0)},
 		{name: "itself", a: at("a", 0), b: at("a", 0)},
 	} {
-		if got := validation.Older(tc.a, tc.b); got != tc.want {
+		if got := profilebuild.Older(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: older = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -877,4 +877,10 @@ func TestSetConditions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testPlanner plans specs as the operator does, with reserved names
+// reserved.
+func testPlanner(reserved []string) *profilebuild.Planner {
+	return profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: reserved, Namespace: revisionNS, OmittedDefaultPlugins: plugins.OmittedDefaultPluginsFor})
 }

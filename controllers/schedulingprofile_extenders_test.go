@@ -93,7 +93,7 @@ func TestExtenderConfigs(t *testing.T) {
 		{
 			name:    "a missing Secret",
 			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "absent"}}),
-			wantErr: "extenders[0].tlsConfig.certSecretRef: no Secret absent in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds tls.crt and tls.key",
+			wantErr: "extenders[0].tlsConfig.certSecretRef: no Secret absent in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds tls.crt and tls.key; create Secret profile-scheduler-system/absent with that label and keys tls.crt and tls.key, and the profile is built again",
 		},
 		{
 			name:    "a CA Secret without the key",
@@ -101,17 +101,21 @@ func TestExtenderConfigs(t *testing.T) {
 			wantErr: "extenders[0].tlsConfig.caSecretRef: no Secret client in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds ca.crt",
 		},
 		{
-			name: "ignoredByScheduler is refused",
+			name: "ignoredByScheduler is kept",
 			in: func() schedulingv1alpha1.Extender {
 				e := base
 				e.ManagedResources = []schedulingv1alpha1.ExtenderManagedResource{{Name: "example.com/gpu", IgnoredByScheduler: true}}
 				return e
 			}(),
-			wantErr: "extenders[0].managedResources[0].ignoredByScheduler: not supported: NodeResourcesFit always checks example.com/gpu",
+			want: func() configv1.Extender {
+				e := upstream
+				e.ManagedResources = []configv1.ExtenderManagedResource{{Name: "example.com/gpu", IgnoredByScheduler: true}}
+				return e
+			}(),
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.r.extenderConfigs(context.Background(), "gpu", []schedulingv1alpha1.Extender{tt.in})
+			got, err := extenderConfigs(f.r, "gpu", []schedulingv1alpha1.Extender{tt.in})
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to start with %q", err, tt.wantErr)
@@ -137,7 +141,7 @@ func TestExtenderSecretsTellNothing(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca", Labels: labels}, Data: data}
 	}
 	ca := map[string][]byte{"ca.crt": []byte("ca")}
-	const want = "extenders[0].tlsConfig.caSecretRef: no Secret ca in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds ca.crt"
+	const want = "extenders[0].tlsConfig.caSecretRef: no Secret ca in namespace profile-scheduler-system is labelled scheduling.schedprofiles.io/extender-tls=gpu and holds ca.crt; create Secret profile-scheduler-system/ca with that label and key ca.crt, and the profile is built again"
 	for _, tt := range []struct {
 		name   string
 		secret *corev1.Secret
@@ -154,7 +158,7 @@ func TestExtenderSecretsTellNothing(t *testing.T) {
 				objs = append(objs, tt.secret)
 			}
 			f := newProfileFixture(t, nil, objs...)
-			_, err := f.r.extenderConfigs(t.Context(), "gpu", []schedulingv1alpha1.Extender{{URLPrefix: "https://e", FilterVerb: "filter", EnableHTTPS: true,
+			_, err := extenderConfigs(f.r, "gpu", []schedulingv1alpha1.Extender{{URLPrefix: "https://e", FilterVerb: "filter", EnableHTTPS: true,
 				TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "ca"}}}})
 			if err == nil || err.Error() != want {
 				t.Errorf("err = %v, want %q", err, want)
@@ -246,4 +250,19 @@ func TestUnreachableExtenderIsReportedInStatus(t *testing.T) {
 	if c := reachable(); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("ExtendersReachable = %+v, want True again", c)
 	}
+}
+
+// extenderConfigs plans extenders for the profile named profile and reads
+// their Secrets as the reconciler does when it compiles the spec.
+func extenderConfigs(r *SchedulingProfileReconciler, profile string, exts []schedulingv1alpha1.Extender) ([]configv1.Extender, error) {
+	sp := &schedulingv1alpha1.SchedulingProfile{ObjectMeta: metav1.ObjectMeta{Name: profile}, Spec: schedulingv1alpha1.SchedulingProfileSpec{Extenders: exts}}
+	plan, refusals := testPlanner(nil).Plan(sp)
+	if len(refusals) == 0 {
+		var got []configv1.Extender
+		got, refusals = plan.ResolveExtenders(context.Background(), r.secretReader(profile))
+		if len(refusals) == 0 {
+			return got, nil
+		}
+	}
+	return nil, errors.New(refusals[0].Detail)
 }

@@ -13,16 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -108,9 +105,9 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 		r.stopShadow(ctx, sp.Name)
 		running = false
 	}
-	profile := validation.UpstreamProfile(validation.SchedulerName(sp), &sp.Spec)
+	plan, refusals := r.planner.Plan(sp)
 	if !running || cur.generation != sp.Generation {
-		next, reason, msg, err := r.startShadow(ctx, sp, profile, of)
+		next, reason, msg, err := r.startShadow(ctx, sp, plan, refusals, of)
 		if err != nil {
 			// Not the spec's fault: retried with backoff.
 			return ctrl.Result{}, fmt.Errorf("building generation %d of shadow SchedulingProfile %s: %w", sp.Generation, sp.Name, err)
@@ -145,7 +142,10 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 	}
 
 	status.Plugins = cur.plugins
-	status.OmittedDefaultPlugins = plugins.OmittedDefaultPluginsFor(profile)
+	status.OmittedDefaultPlugins = nil
+	if plan != nil {
+		status.OmittedDefaultPlugins = plan.OmittedDefaultPlugins
+	}
 	status.Shadow = shadowStatus(cur, cur.shadow.Stats())
 	r.setConditions(sp,
 		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
@@ -202,12 +202,12 @@ func onlyShadowCountsDiffer(got, want schedulingv1alpha1.SchedulingProfileStatus
 // startShadow builds sp's spec as a shadow of of and starts it in place of
 // the one sp ran, or says why it cannot: the reason and message of a
 // refused spec.
-func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, profile *configv1.KubeSchedulerProfile, of string) (runningShadow, string, string, error) {
+func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, of string) (runningShadow, string, string, error) {
 	if r.newShadow == nil {
 		return runningShadow{}, schedulingv1alpha1.ReasonInvalidSpec, "This operator runs no shadow profiles; remove spec.shadowOf", nil
 	}
 	sh := r.newShadow(sp.Name, of)
-	fwk, reason, msg, err := r.buildSpec(ctx, sp, profile, sh.FrameworkOptions()...)
+	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, sh.FrameworkOptions()...)
 	if fwk == nil {
 		return runningShadow{}, reason, msg, err
 	}

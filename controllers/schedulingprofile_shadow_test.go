@@ -38,7 +38,7 @@ func (s *fakeShadow) Stats() scheduler.ShadowStats          { return s.stats }
 // it prepared, in order.
 func (f *profileFixture) withShadows() *[]*fakeShadow {
 	var made []*fakeShadow
-	f.r = NewSchedulingProfileReconciler(f.client, f.set, f.build, f.recorder, f.reserved, WithRevisionNamespace(revisionNS),
+	f.r = NewSchedulingProfileReconciler(f.client, f.set, f.build, f.recorder, testPlanner(f.reserved), WithRevisionNamespace(revisionNS),
 		WithShadows(func(name, of string) Shadow {
 			sh := &fakeShadow{name: name, of: of, stats: scheduler.ShadowStats{Of: of}}
 			made = append(made, sh)

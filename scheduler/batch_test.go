@@ -17,6 +17,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -97,7 +98,7 @@ func newBatchEnv(t *testing.T, profile *configv1.KubeSchedulerProfile, nodes []*
 	}
 	e := &batchEnv{t: t, ctx: ctx, s: s, reg: reg, name: *profile.SchedulerName}
 	e.publish(profile)
-	e.full, err = s.NewFramework(ctx, profile, runtime.WithOpportunisticBatching(false))
+	e.full, err = profilebuild.Builder(s)(ctx, profile, runtime.WithOpportunisticBatching(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func newBatchEnv(t *testing.T, profile *configv1.KubeSchedulerProfile, nodes []*
 // the current one of its schedulerName.
 func (e *batchEnv) publish(profile *configv1.KubeSchedulerProfile) {
 	e.t.Helper()
-	fwk, err := e.s.NewFramework(e.ctx, profile)
+	fwk, err := profilebuild.Builder(e.s)(e.ctx, profile)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -123,7 +124,7 @@ func benchmarkSchedulingCycle(b *testing.B, r runtime.Registry, defaults *config
 		b.Fatal(err)
 	}
 	name := "bench"
-	fwk, err := s.NewFramework(ctx, &configv1.KubeSchedulerProfile{SchedulerName: &name})
+	fwk, err := profilebuild.Builder(s)(ctx, &configv1.KubeSchedulerProfile{SchedulerName: &name})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func benchmarkIdenticalPods(b *testing.B, numNodes int, batching bool) {
 		b.Fatal(err)
 	}
 	name := "bench"
-	fwk, err := s.NewFramework(ctx, &configv1.KubeSchedulerProfile{SchedulerName: &name, Plugins: &configv1.Plugins{
+	fwk, err := profilebuild.Builder(s)(ctx, &configv1.KubeSchedulerProfile{SchedulerName: &name, Plugins: &configv1.Plugins{
 		MultiPoint: configv1.PluginSet{Disabled: []configv1.Plugin{{Name: "PodTopologySpread"}}},
 	}})
 	if err != nil {

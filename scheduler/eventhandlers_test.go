@@ -29,6 +29,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
@@ -90,7 +91,7 @@ func startLoopWith(t *testing.T, cs *fake.Clientset, opts []Option, plugins ...t
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwk, err := s.NewFramework(ctx, profile)
+	fwk, err := profilebuild.Builder(s)(ctx, profile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +514,7 @@ func BenchmarkStorageEventHandler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fwk, err := s.NewFramework(ctx, profile)
+	fwk, err := profilebuild.Builder(s)(ctx, profile)
 	if err != nil {
 		b.Fatal(err)
 	}

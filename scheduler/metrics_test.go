@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
@@ -50,7 +51,7 @@ func newMetricsScheduler(t *testing.T, opts ...Option) (*Scheduler, *prometheus.
 
 func publish(t *testing.T, s *Scheduler, name string) framework.Framework {
 	t.Helper()
-	fwk, err := s.NewFramework(t.Context(), &configv1.KubeSchedulerProfile{SchedulerName: &name})
+	fwk, err := profilebuild.Builder(s)(t.Context(), &configv1.KubeSchedulerProfile{SchedulerName: &name})
 	if err != nil {
 		t.Fatal(err)
 	}

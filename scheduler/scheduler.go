@@ -391,22 +391,23 @@ func (s *Scheduler) InformerFactory() informers.SharedInformerFactory { return s
 // NeedLeaderElection makes the manager run the loop on the elected leader only.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
 
-// NewFramework builds an instance of profile wired to this scheduler: its
-// client, informers, snapshot, queue (as nominator and activator), an
-// event recorder reporting as the profile's schedulerName, the
-// scheduler's parallelism, percentageOfNodesToScore and opportunistic
-// batching setting. opts are applied
-// after those (e.g. runtime.WithWaitingPodObserver). Publish the result
-// with Profiles().Publish to make it serve. Errors from a profile the
-// registry cannot build are *runtime.ConfigError.
-func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
-	name := v1.DefaultSchedulerName
-	if profile != nil && profile.SchedulerName != nil && *profile.SchedulerName != "" {
-		name = *profile.SchedulerName
+// Registry returns the plugins profiles may use.
+func (s *Scheduler) Registry() runtime.Registry { return s.registry }
+
+// FrameworkOptions wire an instance of the profile serving schedulerName
+// to this scheduler: its client, informers, snapshot, queue (as nominator
+// and activator), an event recorder reporting as the profile's
+// schedulerName, the scheduler's parallelism, percentageOfNodesToScore
+// and opportunistic batching setting. profilebuild.Builder builds
+// instances with them; publish the result with Profiles().Publish to make
+// it serve.
+func (s *Scheduler) FrameworkOptions(schedulerName string) []runtime.Option {
+	if schedulerName == "" {
+		schedulerName = v1.DefaultSchedulerName
 	}
 	all := []runtime.Option{
 		runtime.WithClientSet(s.client),
-		runtime.WithEventRecorder(s.broadcaster.NewRecorder(scheme.Scheme, name)),
+		runtime.WithEventRecorder(s.broadcaster.NewRecorder(scheme.Scheme, schedulerName)),
 		runtime.WithInformerFactory(s.informerFactory),
 		runtime.WithSharedDRAManager(s.draManager),
 		runtime.WithSnapshotSharedLister(s.picker.snapshot),
@@ -422,18 +423,13 @@ func (s *Scheduler) NewFramework(ctx context.Context, profile *configv1.KubeSche
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))
 	}
-	fwk, err := runtime.NewFramework(ctx, s.registry, profile, append(all, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.syncNewInformers(ctx); err != nil {
-		if cerr := fwk.Close(); cerr != nil {
-			klog.FromContext(ctx).Error(cerr, "Closing an instance whose informers did not sync", "profile", name)
-		}
-		return nil, err
-	}
-	return fwk, nil
+	return all
 }
+
+// Synced starts the informers that plugin factories asked for and waits
+// until they synced, so no plugin reads an empty lister. Before the
+// informers run there is nothing to do: starting them starts these too.
+func (s *Scheduler) Synced(ctx context.Context) error { return s.syncNewInformers(ctx) }
 
 // syncNewInformers starts the informers that plugin factories asked for and
 // waits until they synced, so no plugin reads an empty lister. Before the

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
@@ -158,7 +159,7 @@ func TestShadowOfferNeverBlocks(t *testing.T) {
 func (e *batchEnv) shadow(profile *configv1.KubeSchedulerProfile) *Shadow {
 	e.t.Helper()
 	sh := e.s.NewShadow("shadow", batchProfile)
-	fwk, err := e.s.NewFramework(e.ctx, profile, sh.FrameworkOptions()...)
+	fwk, err := profilebuild.Builder(e.s)(e.ctx, profile, sh.FrameworkOptions()...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // that need no cluster: `validate` checks SchedulingProfile manifests as
 // the API server and the operator would, and `convert` turns an upstream
 // KubeSchedulerConfiguration into SchedulingProfile manifests. Both judge
-// profiles through internal/validation with the operator's own flags, so
+// profiles through internal/profilebuild with the operator's own flags, so
 // CI, apply time and status agree.
 package cli
 

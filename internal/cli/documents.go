@@ -22,7 +22,7 @@ const stdinName = "<stdin>"
 
 // DefaultMaxFileBytes is how much of one file or of standard input
 // validate and convert read at most: four SchedulingProfiles of the
-// largest spec the operator accepts (validation.MaxSpecBytes, 1 MiB),
+// largest spec the operator accepts (profilebuild.MaxSpecBytes, 1 MiB),
 // with room for their metadata. The files come from pull requests, so
 // what is read must be bounded.
 const DefaultMaxFileBytes = 4 << 20

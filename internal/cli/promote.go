@@ -20,7 +20,6 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
 )
 
 const promoteUsage = `Usage: profile-scheduler promote [flags] SHADOW
@@ -132,7 +131,7 @@ func (p promotion) run(ctx context.Context, shadowName string) error {
 		if err := p.client.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
 			return err
 		}
-		if live.Spec.ShadowOf != nil || validation.SchedulerName(live) != of {
+		if live.Spec.ShadowOf != nil || profilebuild.SchedulerName(live) != of {
 			return fmt.Errorf("SchedulingProfile %s no longer serves schedulerName %s", live.Name, of)
 		}
 		next = live.DeepCopy()

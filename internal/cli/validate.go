@@ -14,7 +14,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 )
 
 const validateUsage = `Usage: profile-scheduler validate [flags] PATH...
@@ -79,8 +79,8 @@ func Validate(ctx context.Context, args []string, s Streams) int {
 
 // checker judges SchedulingProfile documents.
 type checker struct {
-	schema    *schemaValidator
-	validator *validation.Validator
+	schema  *schemaValidator
+	checker *profilebuild.Checker
 }
 
 func newChecker(vf operator.ValidationFlags, namespace string) (*checker, error) {
@@ -88,7 +88,7 @@ func newChecker(vf operator.ValidationFlags, namespace string) (*checker, error)
 	if err != nil {
 		return nil, err
 	}
-	v, err := operator.OfflineValidator(vf.Reserved(), policy, namespace)
+	v, err := operator.OfflineChecker(vf.Reserved(), policy, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func newChecker(vf operator.ValidationFlags, namespace string) (*checker, error)
 	if err != nil {
 		return nil, err
 	}
-	return &checker{schema: schema, validator: v}, nil
+	return &checker{schema: schema, checker: v}, nil
 }
 
 // finding is one reason a document or a profile in it is refused.
@@ -222,8 +222,9 @@ func (c *checker) check(ctx context.Context, d document, u *unstructured.Unstruc
 	if len(out) > 0 {
 		return out
 	}
-	if r := c.validator.Validate(ctx, &sp); r != nil {
-		return refuse(r.Message)
+	// Every refusal, each on a line of its own.
+	for _, r := range c.checker.Check(ctx, &sp) {
+		out = append(out, finding{doc: d, profile: name, message: r.String()})
 	}
-	return nil
+	return out
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 )
 
 // profile is a SchedulingProfile manifest with the given spec, indented
@@ -40,7 +40,7 @@ func run(t *testing.T, dir, stdin string, args ...string) (int, string, string) 
 }
 
 func TestValidate(t *testing.T) {
-	bigArgs := fmt.Sprintf("pluginConfig:\n- name: NodeResourcesFit\n  args:\n    note: %q", strings.Repeat("x", validation.MaxSpecBytes))
+	bigArgs := fmt.Sprintf("pluginConfig:\n- name: NodeResourcesFit\n  args:\n    note: %q", strings.Repeat("x", profilebuild.MaxSpecBytes))
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
@@ -118,7 +118,8 @@ p.yaml:4: versionless: apiVersion: Required value: SchedulingProfile is scheduli
 p.yaml:2: unknown-plugin: cannot be built: MultiPoint plugin "NoSuchPlugin": no such plugin is registered
 p.yaml:3: extender: cannot be built: Extenders: extenders[0].urlPrefix: Forbidden: the operator allows no extenders; a cluster admin allows them by URL prefix with the operator's --allowed-extender-url-prefixes flag
 p.yaml:4: big: is %d bytes as JSON, more than the %d bytes a profile spec may have; split it or shorten the plugin args
-`, len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+validation.MaxSpecBytes, validation.MaxSpecBytes),
+p.yaml:4: big: cannot be built: PluginConfig plugin "NodeResourcesFit": decoding args: unknown field "note"
+`, len(`{"pluginConfig":[{"name":"NodeResourcesFit","args":{"note":""}}]}`)+profilebuild.MaxSpecBytes, profilebuild.MaxSpecBytes),
 		wantCode:    ExitRefused,
 		wantSummary: "4 SchedulingProfiles checked, 4 refused; 0 documents malformed; 0 documents of other kinds skipped",
 	}, {

@@ -26,7 +26,6 @@ import (
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
 	"github.com/schedprofiles/profile-scheduler/internal/webhook"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
@@ -78,9 +77,9 @@ type Options struct {
 type Operator struct {
 	Scheduler *scheduler.Scheduler
 	Profiles  *profiles.Set
-	// Validator checks profiles as the SchedulingProfile controller
-	// builds them, for the admission webhook.
-	Validator *validation.Validator
+	// Checker checks profiles as the SchedulingProfile controller
+	// compiles them, for the admission webhook.
+	Checker *profilebuild.Checker
 }
 
 // EventSource is the name events of the operator's controllers carry.
@@ -155,15 +154,17 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := podGroups.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	schedBuild := profilebuild.Builder(sched)
 	build := func(ctx context.Context, profile *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
-		return sched.NewFramework(ctx, profile, append(opts,
+		return schedBuild(ctx, profile, append(opts,
 			runtime.WithWaitingPodObserver(mirror), runtime.WithWaitingPodObserver(podGroups))...)
 	}
 	namespace := o.Namespace
 	if namespace == "" {
 		namespace = controllers.OperatorNamespace()
 	}
-	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder, o.ReservedSchedulerNames,
+	planner := newPlanner(o.ReservedSchedulerNames, sched.ExtenderPolicy(), namespace)
+	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder, planner,
 		controllers.WithRevisionNamespace(namespace),
 		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
 		controllers.WithMaxShadows(o.MaxShadows),
@@ -195,27 +196,20 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		o.WaitingPodRetention).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	validator := validation.New(validation.Options{
-		Registry:               o.Registry,
-		DefaultPlugins:         plugins.DefaultPlugins(),
-		ReservedSchedulerNames: o.ReservedSchedulerNames,
-		ExtenderPolicy:         sched.ExtenderPolicy(),
-		Namespace:              namespace,
-		Client:                 clientset,
-	})
+	checker := profilebuild.NewChecker(planner, profilebuild.Offline(o.Registry, clientset))
 	if o.AdmissionWebhook {
 		maxShadows := o.MaxShadows
 		if maxShadows <= 0 {
 			maxShadows = profilebuild.DefaultMaxShadows
 		}
-		if err := webhook.Register(mgr, validator, mgr.GetCache(), maxShadows, o.MetricsRegisterer); err != nil {
+		if err := webhook.Register(mgr, checker, mgr.GetCache(), maxShadows, o.MetricsRegisterer); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err
 		}
 	}
-	return &Operator{Scheduler: sched, Profiles: sched.Profiles(), Validator: validator}, nil
+	return &Operator{Scheduler: sched, Profiles: sched.Profiles(), Checker: checker}, nil
 }
 
 // registerOperatorPlugins adds to r the plugins that read the operator's
@@ -228,23 +222,29 @@ func registerOperatorPlugins(r runtime.Registry, decisions manualapproval.Decisi
 	return coscheduling.Register(r, groups)
 }
 
-// OfflineValidator checks profiles as an operator with these settings
-// would, without a cluster: the plugins are those the operator serves, and
-// ManualApproval and Coscheduling, which read the cluster only when they
-// run, are built without it. namespace is the operator's, named in
-// messages about extenders' TLS Secrets.
-func OfflineValidator(reserved []string, policy extender.Policy, namespace string) (*validation.Validator, error) {
-	r := plugins.NewInTreeRegistry()
-	if err := registerOperatorPlugins(r, nil, nil); err != nil {
-		return nil, err
-	}
-	return validation.New(validation.Options{
-		Registry:               r,
+// newPlanner plans profiles as the operator serves them: onto the
+// default plugins, with the omitted default plugins in status.
+func newPlanner(reserved []string, policy extender.Policy, namespace string) *profilebuild.Planner {
+	return profilebuild.NewPlanner(profilebuild.Options{
 		DefaultPlugins:         plugins.DefaultPlugins(),
 		ReservedSchedulerNames: reserved,
 		ExtenderPolicy:         policy,
 		Namespace:              namespace,
-	}), nil
+		OmittedDefaultPlugins:  plugins.OmittedDefaultPluginsFor,
+	})
+}
+
+// OfflineChecker checks profiles as an operator with these settings
+// would, without a cluster: the plugins are those the operator serves, and
+// ManualApproval and Coscheduling, which read the cluster only when they
+// run, are built without it. namespace is the operator's, named in
+// messages about extenders' TLS Secrets.
+func OfflineChecker(reserved []string, policy extender.Policy, namespace string) (*profilebuild.Checker, error) {
+	r := plugins.NewInTreeRegistry()
+	if err := registerOperatorPlugins(r, nil, nil); err != nil {
+		return nil, err
+	}
+	return profilebuild.NewChecker(newPlanner(reserved, policy, namespace), profilebuild.Offline(r, nil)), nil
 }
 
 // cacheSyncProbeTimeout bounds how long the readiness check waits for the

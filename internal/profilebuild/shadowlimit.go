@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
 )
 
 // DefaultMaxShadows is how many shadow profiles an operator runs unless
@@ -31,7 +30,7 @@ func ShadowLimit(sp *schedulingv1alpha1.SchedulingProfile, all []schedulingv1alp
 			continue
 		}
 		// A profile being created is newer than every stored one.
-		if sp.CreationTimestamp.IsZero() || validation.Older(other, sp) {
+		if sp.CreationTimestamp.IsZero() || Older(other, sp) {
 			older = append(older, other.Name)
 		}
 	}

@@ -1,8 +1,8 @@
 // Package webhook serves the validating admission webhook for
 // SchedulingProfiles, so that `kubectl apply`, `--dry-run=server`,
 // `kubectl diff` and a GitOps sync refuse a profile the operator would not
-// build, with the message its status would show. The check is
-// validation.Validator's, the one the SchedulingProfile controller makes;
+// build, with the messages its status would show. The check is
+// profilebuild.Checker's, the compiler the SchedulingProfile controller uses;
 // what only the cluster can tell (an extender's TLS Secret, a schedulerName
 // an older profile claims) stays a status matter, and the latter is
 // returned as a warning.
@@ -15,6 +15,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -27,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 )
 
 // The webhook configuration config/webhook installs; `make manifests`
@@ -49,7 +50,7 @@ const Budget = 5 * time.Second
 // about a schedulerName an older profile claims and for maxShadows, the
 // number of shadow profiles allowed. reg, when not nil, exports the
 // webhook's metrics.
-func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader, maxShadows int, reg prometheus.Registerer) error {
+func Register(mgr ctrl.Manager, v *profilebuild.Checker, profiles client.Reader, maxShadows int, reg prometheus.Registerer) error {
 	panics := newPanicCounter()
 	if reg != nil {
 		if err := reg.Register(panics); err != nil {
@@ -57,7 +58,7 @@ func Register(mgr ctrl.Manager, v *validation.Validator, profiles client.Reader,
 		}
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulingProfile{}).
-		WithValidator(&profileValidator{validator: v, profiles: profiles, maxShadows: maxShadows, budget: Budget,
+		WithValidator(&profileValidator{checker: v, profiles: profiles, maxShadows: maxShadows, budget: Budget,
 			builds: make(chan struct{}, MaxConcurrentBuilds), panics: panics}).
 		Complete()
 }
@@ -73,7 +74,7 @@ func newPanicCounter() prometheus.Counter {
 
 // profileValidator checks SchedulingProfiles on create and update.
 type profileValidator struct {
-	validator  *validation.Validator
+	checker    *profilebuild.Checker
 	profiles   client.Reader
 	maxShadows int
 	budget     time.Duration
@@ -132,7 +133,10 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 	case <-ctx.Done():
 		return nil, outOfTime()
 	}
-	refused := make(chan *validation.Refusal, 1)
+	// refused gets the spec's refusals, or nil and a closed panicked
+	// when the check panicked.
+	refused := make(chan profilebuild.Refusals, 1)
+	panicked := make(chan struct{})
 	go func() {
 		defer func() { <-p.builds }()
 		// Every replica serves the webhook: a panic left to kill this
@@ -142,19 +146,21 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 			if r := recover(); r != nil {
 				p.panics.Inc()
 				logger.Error(nil, "Validating a profile panicked", "panic", r, "stack", string(debug.Stack()))
-				refused <- &validation.Refusal{Reason: schedulingv1alpha1.ReasonInvalidSpec, Message: internalErrorMessage}
+				close(panicked)
 			}
 		}()
-		refused <- p.validator.Validate(ctx, sp)
+		refused <- p.checker.Check(ctx, sp)
 	}()
-	var ref *validation.Refusal
+	var refusals profilebuild.Refusals
 	select {
-	case ref = <-refused:
+	case refusals = <-refused:
+	case <-panicked:
+		return nil, fmt.Errorf("SchedulingProfile %s %s", sp.Name, internalErrorMessage)
 	case <-ctx.Done():
 		return nil, outOfTime()
 	}
-	if ref != nil {
-		return nil, denial(sp.Name, ref)
+	if len(refusals) > 0 {
+		return nil, denial(sp.Name, refusals)
 	}
 	return p.warnings(ctx, sp), nil
 }
@@ -164,15 +170,16 @@ func (p *profileValidator) validate(ctx context.Context, sp *schedulingv1alpha1.
 // profile_scheduler_admission_webhook_panics_total show.
 const internalErrorMessage = "was not validated: an internal error occurred in the operator, so nothing was changed; the operator's log has the details"
 
-// denial words ref after the object, as kubectl prints it: `admission
-// webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the
-// request: SchedulingProfile gpu cannot be built: ...`. Status says
-// "Generation 3 cannot be built: ..." of the same spec.
-func denial(name string, ref *validation.Refusal) error {
-	if ref.Reason == schedulingv1alpha1.ReasonReservedSchedulerName {
-		return fmt.Errorf("SchedulingProfile %s: %s", name, ref.Message)
+// denial words every refusal after the object, as kubectl prints it:
+// `admission webhook "vschedulingprofile.scheduling.schedprofiles.io"
+// denied the request: SchedulingProfile gpu cannot be built: ...`. Status
+// says "Generation 3 cannot be built: ..." of the same spec.
+func denial(name string, refusals profilebuild.Refusals) error {
+	subject := "SchedulingProfile " + name
+	if refusals.Reason() == schedulingv1alpha1.ReasonReservedSchedulerName {
+		return fmt.Errorf("%s: %s", subject, refusals.Message(subject))
 	}
-	return fmt.Errorf("SchedulingProfile %s %s", name, ref.Message)
+	return errors.New(refusals.Message(subject))
 }
 
 // warnings says when an older profile claims sp's schedulerName: not a
@@ -188,14 +195,14 @@ func (p *profileValidator) warnings(ctx context.Context, sp *schedulingv1alpha1.
 		klog.FromContext(ctx).Error(err, "Listing SchedulingProfiles for the schedulerName warning")
 		return nil
 	}
-	name := validation.SchedulerName(sp)
+	name := profilebuild.SchedulerName(sp)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == sp.Name || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || validation.SchedulerName(other) != name {
+		if other.Name == sp.Name || !other.DeletionTimestamp.IsZero() || other.Spec.ShadowOf != nil || profilebuild.SchedulerName(other) != name {
 			continue
 		}
 		// A profile being created is newer than every stored one.
-		if sp.CreationTimestamp.IsZero() || validation.Older(other, sp) {
+		if sp.CreationTimestamp.IsZero() || profilebuild.Older(other, sp) {
 			return admission.Warnings{fmt.Sprintf("schedulerName %s is claimed by the older SchedulingProfile %s; this one will not serve while that one does", name, other.Name)}
 		}
 	}

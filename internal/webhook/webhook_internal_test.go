@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
@@ -53,7 +53,7 @@ func TestValidate(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	stored := profile("first", now.Add(-time.Hour), schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")})
 	p := &profileValidator{
-		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}),
+		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}), profilebuild.Offline(registry, nil)),
 		profiles:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
 		maxShadows: 1,
 		budget:     buildTime / 3,
@@ -175,7 +175,7 @@ func TestBuildsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &profileValidator{
-		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
+		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins()}), profilebuild.Offline(registry, nil)),
 		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
 		maxShadows: 1,
 		budget:     50 * time.Millisecond,
@@ -215,7 +215,7 @@ func TestPanicIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &profileValidator{
-		validator:  validation.New(validation.Options{Registry: registry, DefaultPlugins: plugins.DefaultPlugins()}),
+		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins()}), profilebuild.Offline(registry, nil)),
 		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
 		maxShadows: 1,
 		budget:     Budget,

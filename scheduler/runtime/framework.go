@@ -265,12 +265,15 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if profile.SchedulerName != nil && *profile.SchedulerName != "" {
 		f.profileName = *profile.SchedulerName
 	}
+	// Every problem found before a factory runs is reported, not only the
+	// first: a user fixing a profile sees all its mistakes at once.
+	var errs []error
 	if p := profile.PercentageOfNodesToScore; p != nil && (*p < 0 || *p > 100) {
-		return nil, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)}
+		errs = append(errs, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)})
 	}
 	exts, err := extender.New(o.extenders, o.extenderPolicy, o.extenderObserver)
 	if err != nil {
-		return nil, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()}
+		errs = append(errs, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()})
 	}
 	f.extenders = exts
 	for _, e := range exts {
@@ -284,7 +287,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	}
 
 	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
 
 	// Refuse names that cannot resolve before running any factory, so a
@@ -292,10 +295,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		if _, ok := r[p.Name]; !ok {
-			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
-		}
-		if seenMulti.Has(p.Name) {
-			return nil, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"}
+			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+		} else if seenMulti.Has(p.Name) {
+			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"})
 		}
 		seenMulti.Insert(p.Name)
 	}
@@ -303,7 +305,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, e := range extensionPoints {
 		for _, p := range e.set(plugins).Enabled {
 			if _, ok := r[p.Name]; !ok {
-				return nil, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)}
+				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
 			}
 		}
 	}
@@ -311,12 +313,41 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	rawArgs := map[string]int{}
 	for i, pc := range profile.PluginConfig {
 		if _, dup := rawArgs[pc.Name]; dup {
-			return nil, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: pc.Name, Reason: "args given more than once"}
+			errs = append(errs, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: pc.Name, Reason: "args given more than once"})
+			continue
 		}
 		if !needed.Has(pc.Name) {
-			return nil, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: pc.Name, Reason: "args given for a plugin that is not enabled at any extension point"}
+			errs = append(errs, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: pc.Name, Reason: "args given for a plugin that is not enabled at any extension point"})
 		}
 		rawArgs[pc.Name] = i
+	}
+
+	// Sorted so factories run in a stable order (upstream iterates a map).
+	// Every plugin's args are decoded and validated before any factory
+	// runs, so a bad arg is reported as such and costs no plugin start-up.
+	names := sets.List(needed)
+	args := make([]k8sruntime.Object, len(names))
+	for i, name := range names {
+		reg, ok := r[name]
+		if !ok {
+			continue
+		}
+		var raw *configv1.PluginConfig
+		if j, ok := rawArgs[name]; ok {
+			raw = &profile.PluginConfig[j]
+		}
+		argsObj, err := decodeArgs(rawExtension(raw), reg.Args)
+		if err != nil {
+			errs = append(errs, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: name, Reason: err.Error()})
+		}
+		args[i] = argsObj
+	}
+	if len(errs) > 0 {
+		f.closeExtenders()
+		if len(errs) == 1 {
+			return nil, errs[0]
+		}
+		return nil, errors.Join(errs...)
 	}
 
 	logger := klog.FromContext(ctx).WithValues("profile", f.profileName)
@@ -331,22 +362,6 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		}
 	}()
 
-	// Sorted so factories run in a stable order (upstream iterates a map).
-	// Every plugin's args are decoded and validated before any factory
-	// runs, so a bad arg is reported as such and costs no plugin start-up.
-	names := sets.List(needed)
-	args := make([]k8sruntime.Object, len(names))
-	for i, name := range names {
-		var raw *configv1.PluginConfig
-		if j, ok := rawArgs[name]; ok {
-			raw = &profile.PluginConfig[j]
-		}
-		argsObj, err := decodeArgs(rawExtension(raw), r[name].Args)
-		if err != nil {
-			return nil, &ConfigError{ExtensionPoint: "PluginConfig", Plugin: name, Reason: err.Error()}
-		}
-		args[i] = argsObj
-	}
 	for i, name := range names {
 		p, err := r[name].Factory(pluginCtx, args[i], f)
 		if err != nil {

@@ -349,3 +349,13 @@ func pluginNames[T framework.Plugin](ps []T) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// EnabledPlugins returns the names of the plugins a profile with plugins
+// custom enables at some extension point once merged onto defaults, as
+// NewFramework merges them.
+func EnabledPlugins(defaults, custom *configv1.Plugins) sets.Set[string] {
+	if defaults == nil {
+		defaults = &configv1.Plugins{}
+	}
+	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()))
+}

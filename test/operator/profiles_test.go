@@ -19,7 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 )
 
 // largeProfile is a valid profile whose spec is about size bytes of JSON:
@@ -396,10 +396,10 @@ pluginConfig:
 
 	It("refuses a spec over the size limit with a clear reason, without retrying", func() {
 		errorsBefore := reconcileErrors()
-		Expect(k8sClient.Create(ctx, largeProfile("huge", validation.MaxSpecBytes+50_000))).To(Succeed())
+		Expect(k8sClient.Create(ctx, largeProfile("huge", profilebuild.MaxSpecBytes+50_000))).To(Succeed())
 		Eventually(profileCondition("huge", schedulingv1alpha1.ProfileAccepted)).Should(And(
 			haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonSpecTooLarge),
-			HaveField("Message", ContainSubstring(fmt.Sprintf("more than the %d bytes a profile spec may have", validation.MaxSpecBytes))),
+			HaveField("Message", ContainSubstring(fmt.Sprintf("more than the %d bytes a profile spec may have", profilebuild.MaxSpecBytes))),
 		))
 		Expect(profileCondition("huge", schedulingv1alpha1.ProfileActive)()).To(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing))
 		Eventually(eventNotes("SchedulingProfile", "", "huge", schedulingv1alpha1.ReasonSpecTooLarge)).ShouldNot(BeEmpty())

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
-	"github.com/schedprofiles/profile-scheduler/internal/validation"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 )
 
 // webhookLabel marks the profiles the suite's webhook judges (suite_test.go).
@@ -109,11 +109,11 @@ var _ = Describe("The admission webhook", func() {
 	})
 
 	It("refuses a spec over the size limit, as status does", func() {
-		huge := largeProfile("huge-judged", validation.MaxSpecBytes+50_000)
+		huge := largeProfile("huge-judged", profilebuild.MaxSpecBytes+50_000)
 		huge.Labels = map[string]string{webhookLabel: "true"}
 		err := k8sClient.Create(ctx, huge.DeepCopy(), client.DryRunAll)
 		Expect(err).To(MatchError(ContainSubstring(webhookDenial + "SchedulingProfile huge-judged is ")))
-		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("more than the %d bytes a profile spec may have", validation.MaxSpecBytes))))
+		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("more than the %d bytes a profile spec may have", profilebuild.MaxSpecBytes))))
 		Expect(k8sClient.Create(ctx, huge)).To(MatchError(ContainSubstring(webhookDenial)))
 		profileAbsent("huge-judged")
 	})

@@ -33,8 +33,9 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/controllers"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
-	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -138,7 +139,7 @@ var _ = Describe("Extenders", func() {
 
 	publishWithExtenders := func(ctx SpecContext, name string, exts ...configv1.Extender) {
 		p := profile(name)
-		fwk, err := sched.NewFramework(ctx, p, runtime.WithExtenders(exts))
+		fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithExtenders(exts))
 		Expect(err).NotTo(HaveOccurred())
 		sched.Profiles().Publish(name, fwk)
 	}
@@ -279,11 +280,9 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 		var err error
 		c, err = client.New(env.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
-		build := func(ctx context.Context, p *configv1.KubeSchedulerProfile, opts ...runtime.Option) (framework.Framework, error) {
-			return sched.NewFramework(ctx, p, opts...)
-		}
+		planner := profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ExtenderPolicy: sched.ExtenderPolicy(), Namespace: operatorNS})
 		recorder = events.NewFakeRecorder(100)
-		r = controllers.NewSchedulingProfileReconciler(c, sched.Profiles(), build, recorder, nil, controllers.WithRevisionNamespace(operatorNS))
+		r = controllers.NewSchedulingProfileReconciler(c, sched.Profiles(), profilebuild.Builder(sched), recorder, planner, controllers.WithRevisionNamespace(operatorNS))
 	})
 
 	reconcile := func(ctx context.Context, name string) *schedulingv1alpha1.SchedulingProfile {
@@ -584,7 +583,7 @@ var _ = Describe("A SchedulingProfile with extenders", func() {
 			return msg
 		}
 		missing := refusal(sp)
-		Expect(missing).To(Equal(fmt.Sprintf("extenders[0].tlsConfig.caSecretRef: no Secret probed in namespace %s is labelled %s=tls-probe and holds ca.crt", operatorNS, schedulingv1alpha1.ExtenderTLSLabel)))
+		Expect(missing).To(Equal(fmt.Sprintf("extenders[0].tlsConfig.caSecretRef: no Secret probed in namespace %s is labelled %s=tls-probe and holds ca.crt; create Secret %s/probed with that label and key ca.crt, and the profile is built again", operatorNS, schedulingv1alpha1.ExtenderTLSLabel, operatorNS)))
 
 		secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: "probed"}, Data: map[string][]byte{"ca.crt": []byte(ca)}}
 		Expect(c.Create(ctx, secret)).To(Succeed())

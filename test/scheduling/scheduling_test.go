@@ -16,6 +16,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
@@ -84,7 +85,7 @@ func newNamespace(ctx context.Context) string {
 // publish builds an instance of p with the loop's dependencies and makes
 // it serve under its schedulerName.
 func publish(ctx context.Context, p *configv1.KubeSchedulerProfile) framework.Framework {
-	fwk, err := sched.NewFramework(ctx, p)
+	fwk, err := profilebuild.Builder(sched)(ctx, p)
 	Expect(err).NotTo(HaveOccurred())
 	sched.Profiles().Publish(*p.SchedulerName, fwk)
 	return fwk
@@ -390,7 +391,7 @@ var _ = Describe("The scheduling loop", func() {
 		go func() { stopped <- leader.Start(leaderCtx) }()
 		p := profile(name)
 		p.Plugins.Permit.Enabled = []configv1.Plugin{{Name: holdName}}
-		fwk, err := leader.NewFramework(ctx, p)
+		fwk, err := profilebuild.Builder(leader)(ctx, p)
 		Expect(err).NotTo(HaveOccurred())
 		leader.Profiles().Publish(name, fwk)
 

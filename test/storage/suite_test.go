@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
@@ -94,7 +95,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()
-	fwk, err := sched.NewFramework(ctx, &configv1.KubeSchedulerProfile{SchedulerName: ptr.To(schedulerName)})
+	fwk, err := profilebuild.Builder(sched)(ctx, &configv1.KubeSchedulerProfile{SchedulerName: ptr.To(schedulerName)})
 	Expect(err).NotTo(HaveOccurred())
 	sched.Profiles().Publish(schedulerName, fwk)
 })

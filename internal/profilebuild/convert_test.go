@@ -1,4 +1,4 @@
-package validation
+package profilebuild
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package validation
+package profilebuild
 
 import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
