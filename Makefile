@@ -18,6 +18,9 @@ GOLANGCI_LINT ?= $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # Go test flags; override e.g. TEST_FLAGS="-run TestX -v".
 TEST_FLAGS ?= -race -timeout 40m
+# Every Go benchmark runs once in the same test binaries, so benchmarks
+# cannot rot; empty it (BENCH_ONCE=) to skip them.
+BENCH_ONCE ?= -bench . -benchtime=1x
 
 .PHONY: all
 all: build
@@ -56,9 +59,9 @@ control-plane: ## Build the test control plane (kube-apiserver, etcd, kube-contr
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: test
-test: manifests generate fmt vet control-plane ## Run unit tests, the envtest suites on a real API server, and the comparison with kube-scheduler.
+test: manifests generate fmt vet control-plane ## Run unit tests, the envtest suites on a real API server, every benchmark once, and the comparison with kube-scheduler.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
-		go test $(TEST_FLAGS) ./... -coverprofile cover.out
+		go test $(TEST_FLAGS) $(BENCH_ONCE) ./... -coverprofile cover.out
 	$(MAKE) test-upstream-diff
 
 # Random clusters per run of the comparison with kube-scheduler; more with

@@ -33,7 +33,6 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // podGroupIndex indexes the member informer by "namespace/group": a group's
@@ -183,7 +182,7 @@ const podGroupWorkers = 4
 // reconciles a group when the PodGroup or one of its members changes, and
 // when the scheduler reports on a member's wait at Permit.
 func (r *PodGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if _, err := helper.AddIndex(r.members, podGroupIndex, indexByPodGroup); err != nil {
+	if _, err := framework.AddIndex(r.members, podGroupIndex, indexByPodGroup); err != nil {
 		return fmt.Errorf("indexing PodGroup members by group: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).

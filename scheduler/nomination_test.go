@@ -120,6 +120,13 @@ func TestNominatedNodeNameForExpectation(t *testing.T) {
 				poll(t, "the pod to wait at Permit", func() bool { return fwk.GetWaitingPod(pod.UID) != nil })
 				poll(t, "the nomination", func() bool { return len(nominatedNodes(t, cs, "pod")) != 0 })
 				if tc.reject {
+					// The clear is computed against the informer's pod, as
+					// upstream's is: rejecting before the informer saw the
+					// nomination would leave nothing to clear.
+					poll(t, "the informer to see the nomination", func() bool {
+						p, err := s.podLister.Pods(pod.Namespace).Get(pod.Name)
+						return err == nil && p.Status.NominatedNodeName == "node-1"
+					})
 					fwk.GetWaitingPod(pod.UID).Reject(holdingPermitName, "no")
 					poll(t, "the nomination to be cleared", func() bool { return len(nominatedNodes(t, cs, "pod")) == 2 })
 					break

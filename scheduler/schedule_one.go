@@ -380,7 +380,7 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 	if err != nil {
 		return nil, diagnosis, err
 	}
-	passed, err := extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
+	passed, err := extender.FindNodesThatPass(ctx, fwk.Extenders(), pod, feasible, diagnosis.NodeToStatus)
 	if err != nil {
 		return nil, diagnosis, err
 	}
@@ -404,7 +404,7 @@ func (p *nodePicker) evaluateNominatedNode(ctx context.Context, fwk framework.Fr
 	if err != nil {
 		return nil, err
 	}
-	return extender.FindNodesThatPass(ctx, runtime.Extenders(fwk), pod, feasible, diagnosis.NodeToStatus)
+	return extender.FindNodesThatPass(ctx, fwk.Extenders(), pod, feasible, diagnosis.NodeToStatus)
 }
 
 // scoresOrFiltersWithExtenders reports whether fwk scores nodes (plugins or
@@ -414,7 +414,7 @@ func scoresOrFiltersWithExtenders(fwk framework.Framework) bool {
 	if fwk.HasScorePlugins() {
 		return true
 	}
-	for _, e := range runtime.Extenders(fwk) {
+	for _, e := range fwk.Extenders() {
 		if e.IsPrioritizer() || e.IsFilter() {
 			return true
 		}
@@ -425,7 +425,7 @@ func scoresOrFiltersWithExtenders(fwk framework.Framework) bool {
 // prioritizeNodes scores the feasible nodes with the Score plugins and
 // the extenders. Without either, every node scores 1, as upstream.
 func prioritizeNodes(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, feasible []*framework.NodeInfo) ([]framework.NodePluginScores, error) {
-	exts := runtime.Extenders(fwk)
+	exts := fwk.Extenders()
 	if len(exts) == 0 && !fwk.HasScorePlugins() {
 		scores := make([]framework.NodePluginScores, len(feasible))
 		for i, ni := range feasible {
@@ -548,7 +548,7 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 // binding call returned.
 func (s *Scheduler) bind(ctx context.Context, fwk framework.Framework, state *framework.CycleState, assumed *v1.Pod, host string) *framework.Status {
 	var st *framework.Status
-	if bound, err := extender.Bind(ctx, runtime.Extenders(fwk), assumed, host); bound {
+	if bound, err := extender.Bind(ctx, fwk.Extenders(), assumed, host); bound {
 		st = framework.AsStatus(err)
 	} else {
 		// Waiting for a slot holds nothing but the assumed pod: binding

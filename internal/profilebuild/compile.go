@@ -68,23 +68,31 @@ type SecretReader func(ctx context.Context, ref SecretRef) (map[string][]byte, e
 // material read through secrets (nil leaves it out, for checking a spec
 // offline), then the plan's options (extenders, extender policy, default
 // plugins), then opts. It returns the instance, or every refusal of the
-// spec, or an error that is not the spec's (informers that did not sync),
-// worth retrying.
+// spec: the plan's own, the Secrets', and what building found. A refused
+// spec is still built, without what was refused, and the instance closed,
+// so that one pass reports them all, wherever the spec is checked. An
+// error is a failure that is not the spec's (informers that did not
+// sync), worth retrying.
 func Compile(ctx context.Context, build BuildFunc, plan *Plan, secrets SecretReader, opts ...runtime.Option) (framework.Framework, Refusals, error) {
-	exts, refusals := plan.ResolveExtenders(ctx, secrets)
-	if len(refusals) > 0 {
-		return nil, refusals, nil
-	}
+	exts, unread := plan.ResolveExtenders(ctx, secrets)
+	refusals := append(slices.Clone(plan.refusals), unread...)
 	all := []runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderPolicy(plan.o.ExtenderPolicy)}
 	if plan.o.DefaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(plan.o.DefaultPlugins))
 	}
 	fwk, err := build(ctx, plan.Profile, append(all, opts...)...)
 	if err != nil {
-		if refusals := configRefusals(plan.Profile, err); len(refusals) > 0 {
-			return nil, refusals, nil
+		built := configRefusals(plan.Profile, err)
+		if len(built) == 0 {
+			return nil, nil, err
 		}
-		return nil, nil, err
+		return nil, append(refusals, built...), nil
+	}
+	if len(refusals) > 0 {
+		if err := fwk.Close(); err != nil {
+			klog.FromContext(ctx).Error(err, "Closing an instance built to check a refused spec", "schedulerName", plan.SchedulerName)
+		}
+		return nil, refusals, nil
 	}
 	return fwk, nil, nil
 }
@@ -225,18 +233,15 @@ func NewChecker(planner *Planner, env Environment) *Checker {
 // instance that serves is built; the Secrets extenders reference are not
 // read.
 func (c *Checker) Check(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile) Refusals {
-	plan, refusals := c.planner.Plan(sp)
-	if plan == nil {
-		return refusals
-	}
-	fwk, built, err := Compile(ctx, c.build, plan, nil)
+	plan, _ := c.planner.Plan(sp)
+	fwk, refusals, err := Compile(ctx, c.build, plan, nil)
 	if err != nil {
-		return append(refusals, Refusal{Reason: schedulingv1alpha1.ReasonInvalidSpec, Detail: err.Error()})
+		return Refusals{{Reason: schedulingv1alpha1.ReasonInvalidSpec, Detail: err.Error()}}
 	}
 	if fwk != nil {
 		if err := fwk.Close(); err != nil {
 			klog.FromContext(ctx).Error(err, "Closing an instance built to check a profile", "schedulingProfile", klog.KObj(sp))
 		}
 	}
-	return append(refusals, built...)
+	return refusals
 }

@@ -162,11 +162,16 @@ type Plan struct {
 	OmittedDefaultPlugins []string
 
 	o *Options
+	// refusals are the plan's own: Compile reports them with what
+	// building finds, and builds no instance to serve while there are any.
+	refusals Refusals
 }
 
 // Plan converts sp and checks what needs no instance: its schedulerName
 // (a shadow claims none), its size and its extenders. It returns every
-// refusal found; the plan is nil only when the extenders cannot be set up.
+// refusal found, and a plan also when there are some: Compile builds it
+// to find the rest (an extender whose TLS fields are refused is built
+// without them), so that every refusal is reported at once.
 func (p *Planner) Plan(sp *schedulingv1alpha1.SchedulingProfile) (*Plan, Refusals) {
 	return p.PlanSpec(sp, &sp.Spec)
 }
@@ -190,9 +195,7 @@ func (p *Planner) PlanSpec(sp *schedulingv1alpha1.SchedulingProfile, spec *sched
 	if p.o.OmittedDefaultPlugins != nil {
 		plan.OmittedDefaultPlugins = p.o.OmittedDefaultPlugins(plan.Profile)
 	}
-	if len(refused) > 0 {
-		return nil, refusals
-	}
+	plan.refusals = refusals
 	return plan, refusals
 }
 
@@ -332,10 +335,11 @@ func extenders(exts []schedulingv1alpha1.Extender, namespace string) ([]configv1
 						path, f.name, namespace, f.use)})
 				}
 			}
+			cfg.TLSConfig = &configv1.ExtenderTLSConfig{Insecure: t.Insecure, ServerName: t.ServerName}
 			if refused {
+				out[i] = cfg
 				continue
 			}
-			cfg.TLSConfig = &configv1.ExtenderTLSConfig{Insecure: t.Insecure, ServerName: t.ServerName}
 			if ref := t.CertSecretRef; ref != nil {
 				secrets = append(secrets, SecretRef{Field: "spec." + path + ".certSecretRef", Name: ref.Name, Keys: []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, extender: i})
 			}

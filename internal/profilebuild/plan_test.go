@@ -114,6 +114,11 @@ func TestValidate(t *testing.T) {
 				{Reason: schedulingv1alpha1.ReasonReservedSchedulerName, Field: "spec.schedulerName", Detail: "schedulerName default-scheduler is reserved for another scheduler; choose another name"},
 				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.extenders[0].tlsConfig.caFile"},
 				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.extenders[0].tlsConfig.certData"},
+				// A refused TLS field hides nothing that building finds.
+				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.percentageOfNodesToScore"},
+				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.plugins.multiPoint.enabled[0]"},
+				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.plugins.filter.enabled[1]"},
+				{Reason: schedulingv1alpha1.ReasonInvalidSpec, Field: "spec.pluginConfig[0]"},
 			},
 		},
 		{

@@ -22,7 +22,7 @@ const Name = "Extender"
 // other, each seeing only what the previous ones kept. Refused nodes get
 // the extender's reason in statuses (failedAndUnresolvable wins over
 // failed). A failing extender fails the cycle unless it is ignorable.
-func FindNodesThatPass(ctx context.Context, exts []*Extender, pod *v1.Pod, feasible []*framework.NodeInfo, statuses *framework.NodeToStatus) ([]*framework.NodeInfo, error) {
+func FindNodesThatPass(ctx context.Context, exts []framework.Extender, pod *v1.Pod, feasible []*framework.NodeInfo, statuses *framework.NodeToStatus) ([]*framework.NodeInfo, error) {
 	logger := klog.FromContext(ctx)
 	for _, e := range exts {
 		if len(feasible) == 0 {
@@ -60,7 +60,7 @@ func FindNodesThatPass(ctx context.Context, exts []*Extender, pod *v1.Pod, feasi
 // times the extender's weight and scaled from extenderv1.MaxExtenderPriority
 // to framework.MaxNodeScore, is added to the node's entry in scores
 // (scores[i] belongs to nodes[i]). An extender that fails gives no scores.
-func AddScores(ctx context.Context, exts []*Extender, pod *v1.Pod, nodes []*framework.NodeInfo, scores []framework.NodePluginScores) {
+func AddScores(ctx context.Context, exts []framework.Extender, pod *v1.Pod, nodes []*framework.NodeInfo, scores []framework.NodePluginScores) {
 	logger := klog.FromContext(ctx)
 	loggerV10 := logger.V(10)
 	index := make(map[string]int, len(nodes))
@@ -106,7 +106,7 @@ func AddScores(ctx context.Context, exts []*Extender, pod *v1.Pod, nodes []*fram
 // Bind is upstream's extendersBinding: the first binding extender
 // interested in pod binds it. bound is false when none did, and the Bind
 // plugins are to run; an ignorable binder that fails is skipped.
-func Bind(ctx context.Context, exts []*Extender, pod *v1.Pod, node string) (bound bool, err error) {
+func Bind(ctx context.Context, exts []framework.Extender, pod *v1.Pod, node string) (bound bool, err error) {
 	logger := klog.FromContext(ctx)
 	for _, e := range exts {
 		if !e.IsBinder() || !e.IsInterested(pod) {
@@ -129,7 +129,7 @@ func Bind(ctx context.Context, exts []*Extender, pod *v1.Pod, node string) (boun
 // reaches beyond what it was sent, fails preemption unless it is
 // ignorable; a node left without victims is an error, or dropped for an
 // ignorable extender.
-func ProcessPreemption(ctx context.Context, exts []*Extender, pod *v1.Pod, victims map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
+func ProcessPreemption(ctx context.Context, exts []framework.Extender, pod *v1.Pod, victims map[string]*extenderv1.Victims) (map[string]*extenderv1.Victims, error) {
 	logger := klog.FromContext(ctx)
 	for _, e := range exts {
 		if len(victims) == 0 {

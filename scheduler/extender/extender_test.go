@@ -115,6 +115,15 @@ func build(t *testing.T, cfgs ...configv1.Extender) []*Extender {
 	return exts
 }
 
+// asHandle gives exts as a framework instance's Handle gives them.
+func asHandle(exts []*Extender) []framework.Extender {
+	out := make([]framework.Extender, len(exts))
+	for i, e := range exts {
+		out[i] = e
+	}
+	return out
+}
+
 // testPod is the pod every case sends, made afresh so no case can change
 // another's.
 func testPod() *v1.Pod {
@@ -160,7 +169,7 @@ func TestFilter(t *testing.T) {
 		exts := build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", FilterVerb: "filter", NodeCacheCapable: cacheCapable})
 		statuses := framework.NewDefaultNodeToStatus()
 		in := nodeInfos("a", "b", "c")
-		got, err := FindNodesThatPass(t.Context(), exts, testPod(), in, statuses)
+		got, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), in, statuses)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +202,7 @@ func TestFilterUnresolvableWinsAndChains(t *testing.T) {
 		configv1.Extender{URLPrefix: first.URL + "/ext", FilterVerb: "filter", NodeCacheCapable: true},
 		configv1.Extender{URLPrefix: second.URL + "/ext", FilterVerb: "filter", NodeCacheCapable: true})
 	statuses := framework.NewDefaultNodeToStatus()
-	got, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a", "b", "c"), statuses)
+	got, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a", "b", "c"), statuses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +222,7 @@ func TestFilterUnknownNode(t *testing.T) {
 		return extenderv1.ExtenderFilterResult{NodeNames: &[]string{"elsewhere"}}
 	}})
 	exts := build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", FilterVerb: "filter", NodeCacheCapable: true})
-	_, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
+	_, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
 	if err == nil || !strings.Contains(err.Error(), `claims a filtered node "elsewhere" which is not found in the input node list`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -233,7 +242,7 @@ func TestFilterErrors(t *testing.T) {
 			for _, ignorable := range []bool{false, true} {
 				exts := build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", FilterVerb: tt.verb, Ignorable: ignorable})
 				in := nodeInfos("a", "b")
-				got, err := FindNodesThatPass(t.Context(), exts, testPod(), in, framework.NewDefaultNodeToStatus())
+				got, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), in, framework.NewDefaultNodeToStatus())
 				if ignorable {
 					if err != nil || len(got) != 2 {
 						t.Errorf("ignorable: got %v, %v; want every node and no error", names(got), err)
@@ -258,7 +267,7 @@ func TestTimeout(t *testing.T) {
 	for _, ignorable := range []bool{false, true} {
 		exts := build(t, configv1.Extender{URLPrefix: slow.URL, FilterVerb: "filter", HTTPTimeout: metav1.Duration{Duration: 200 * time.Millisecond}, Ignorable: ignorable})
 		start := time.Now()
-		got, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
+		got, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("the call took %v with httpTimeout 200ms", d)
 		}
@@ -300,7 +309,7 @@ func TestAddScores(t *testing.T) {
 		configv1.Extender{URLPrefix: a.URL + "/ext", PrioritizeVerb: "broken", Weight: 1, NodeCacheCapable: true})
 	nodes := nodeInfos("a", "b")
 	scores := []framework.NodePluginScores{{Name: "a", TotalScore: 7}, {Name: "b", TotalScore: 0}}
-	AddScores(t.Context(), exts, testPod(), nodes, scores)
+	AddScores(t.Context(), asHandle(exts), testPod(), nodes, scores)
 	// score × weight × MaxNodeScore/MaxExtenderPriority (100/10).
 	if scores[0].TotalScore != 7+10*2*10 {
 		t.Errorf("a: total %d", scores[0].TotalScore)
@@ -321,16 +330,16 @@ func TestManagedResources(t *testing.T) {
 	gpuPod.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{
 		Limits: v1.ResourceList{"example.com/gpu": resource.MustParse("1")}}}}
 
-	got, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
+	got, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
 	if err != nil || len(got) != 1 || len(srv.got("filter")) != 0 {
 		t.Errorf("a pod without the resource: got %v, %v, %d calls; want it unfiltered and no call", names(got), err, len(srv.got("filter")))
 	}
-	got, err = FindNodesThatPass(t.Context(), exts, gpuPod, nodeInfos("a"), framework.NewDefaultNodeToStatus())
+	got, err = FindNodesThatPass(t.Context(), asHandle(exts), gpuPod, nodeInfos("a"), framework.NewDefaultNodeToStatus())
 	if err != nil || len(got) != 0 || len(srv.got("filter")) != 1 {
 		t.Errorf("a pod with the resource: got %v, %v; want the extender to filter it", names(got), err)
 	}
-	if bound, err := Bind(t.Context(), build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", BindVerb: "bind",
-		ManagedResources: []configv1.ExtenderManagedResource{{Name: "example.com/gpu"}}}), testPod(), "a"); bound || err != nil {
+	if bound, err := Bind(t.Context(), asHandle(build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", BindVerb: "bind",
+		ManagedResources: []configv1.ExtenderManagedResource{{Name: "example.com/gpu"}}})), testPod(), "a"); bound || err != nil {
 		t.Errorf("bind of a pod the binder is not interested in: bound %v, %v", bound, err)
 	}
 }
@@ -340,7 +349,7 @@ func TestBind(t *testing.T) {
 	exts := build(t,
 		configv1.Extender{URLPrefix: "http://127.0.0.1:1/unreachable", FilterVerb: "filter"},
 		configv1.Extender{URLPrefix: srv.URL + "/ext", BindVerb: "bind"})
-	bound, err := Bind(t.Context(), exts, testPod(), "node-1")
+	bound, err := Bind(t.Context(), asHandle(exts), testPod(), "node-1")
 	if !bound || err != nil {
 		t.Fatalf("bound %v, %v", bound, err)
 	}
@@ -350,11 +359,11 @@ func TestBind(t *testing.T) {
 	}
 
 	ignorable := build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", BindVerb: "missing", Ignorable: true})
-	if bound, err := Bind(t.Context(), ignorable, testPod(), "node-1"); bound || err != nil {
+	if bound, err := Bind(t.Context(), asHandle(ignorable), testPod(), "node-1"); bound || err != nil {
 		t.Errorf("ignorable failing binder: bound %v, %v; want the Bind plugins to run", bound, err)
 	}
 	failing := build(t, configv1.Extender{URLPrefix: srv.URL + "/ext", BindVerb: "missing"})
-	if bound, err := Bind(t.Context(), failing, testPod(), "node-1"); !bound || err == nil {
+	if bound, err := Bind(t.Context(), asHandle(failing), testPod(), "node-1"); !bound || err == nil {
 		t.Errorf("failing binder: bound %v, %v; want its error", bound, err)
 	}
 }
@@ -426,7 +435,7 @@ func TestTLS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			exts := build(t, configv1.Extender{URLPrefix: srv.URL, BindVerb: "bind", EnableHTTPS: true, TLSConfig: tt.tls})
-			_, err := Bind(context.Background(), exts, testPod(), "n")
+			_, err := Bind(context.Background(), asHandle(exts), testPod(), "n")
 			if (err != nil) != tt.wantErr {
 				t.Errorf("err = %v, want error %v", err, tt.wantErr)
 			}

@@ -96,7 +96,7 @@ func TestPreemptReply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ProcessPreemption(t.Context(), exts, testPod(), sent())
+			got, err := ProcessPreemption(t.Context(), asHandle(exts), testPod(), sent())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -139,7 +139,7 @@ func TestReplySize(t *testing.T) {
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
+	_, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
 	runtime.ReadMemStats(&after)
 	var re *ReplyError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), fmt.Sprintf("/filter: it is larger than %d bytes", DefaultMaxReplyBytes+len(mustJSON(t, exts[0].args(testPod(), nodeInfos("a")))))) {
@@ -160,7 +160,7 @@ func TestReplySize(t *testing.T) {
 		srv := rawServer(t, body)
 		exts := build(t, configv1.Extender{URLPrefix: srv.URL, FilterVerb: "filter", NodeCacheCapable: true})
 		statuses := framework.NewDefaultNodeToStatus()
-		_, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), statuses)
+		_, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), statuses)
 		msg := statuses.Get("a").Message()
 		if err != nil {
 			msg = err.Error()
@@ -187,7 +187,7 @@ func TestFailuresOfNodesNotSent(t *testing.T) {
 	srv := rawServer(t, `{"nodeNames":[],"failedNodes":{"a":"full","ghost-1":"full"},"failedAndUnresolvableNodes":{"ghost-2":"gone"}}`)
 	exts := build(t, configv1.Extender{URLPrefix: srv.URL, FilterVerb: "filter", NodeCacheCapable: true})
 	statuses := framework.NewDefaultNodeToStatus()
-	if _, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), statuses); err != nil {
+	if _, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), statuses); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -332,7 +332,7 @@ func TestReasonBudget(t *testing.T) {
 	srv := rawServer(t, string(mustJSON(t, extenderv1.ExtenderFilterResult{NodeNames: &[]string{}, FailedAndUnresolvableNodes: failed})))
 	exts := build(t, configv1.Extender{URLPrefix: srv.URL, FilterVerb: "filter", NodeCacheCapable: true})
 	statuses := framework.NewDefaultNodeToStatus()
-	if _, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos(sent...), statuses); err != nil {
+	if _, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos(sent...), statuses); err != nil {
 		t.Fatal(err)
 	}
 	distinct := map[string]int{}
@@ -371,7 +371,7 @@ func TestTransportErrorsClipped(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, err := FindNodesThatPass(t.Context(), exts, testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
+			_, err := FindNodesThatPass(t.Context(), asHandle(exts), testPod(), nodeInfos("a"), framework.NewDefaultNodeToStatus())
 			runtime.ReadMemStats(&after)
 			if err == nil || len(err.Error()) > maxMessageBytes {
 				t.Errorf("err of %d bytes, want an error of at most %d", len(fmt.Sprint(err)), maxMessageBytes)

@@ -57,11 +57,17 @@ type Handle interface {
 	ClientSet() clientset.Interface
 	// EventRecorder records events on behalf of the scheduler.
 	EventRecorder() events.EventRecorderLogger
-	// SharedInformerFactory returns the informers shared by all instances.
+	// SharedInformerFactory returns the informers shared by all instances
+	// and the operator's controllers; add an index to one with AddIndex.
 	SharedInformerFactory() informers.SharedInformerFactory
 	// SharedDRAManager returns the Dynamic Resource Allocation objects
 	// shared by all instances, nil when the instance was built without.
 	SharedDRAManager() SharedDRAManager
+
+	// Extenders returns the profile's HTTP extenders, in the profile's
+	// order: the scheduling loop calls them after the plugins, and
+	// preemption lets them narrow its candidates.
+	Extenders() []Extender
 
 	// RunFilterPluginsWithNominatedPods runs Filter for pod on info, also
 	// accounting for pods of equal or higher priority nominated to the node.

@@ -434,7 +434,7 @@ pluginConfig:
 	if err := yaml.UnmarshalStrict([]byte(profile), &p); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runtime.NewFramework(t.Context(), plugins.NewInTreeRegistry(), &p, runtime.WithDefaultPlugins(plugins.DefaultPlugins()))
+	_, err := st.BuildFramework(plugins.NewInTreeRegistry(), &p, nil, runtime.WithDefaultPlugins(plugins.DefaultPlugins()))
 	want := `PluginConfig plugin "NodeResourcesFit": decoding args: unknown field "scoringStrategy.resources[0].wieght"`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)

@@ -31,15 +31,7 @@ func WithExtenderObserver(obs extender.Observer) Option {
 	return func(o *frameworkOptions) { o.extenderObserver = obs }
 }
 
-// Extenders returns the HTTP extenders of an instance built by NewFramework
-// (also when reached as the Handle plugins get), in the profile's order;
-// nil for other implementations.
-func Extenders(h framework.Handle) []*extender.Extender {
-	if f, ok := h.(*frameworkImpl); ok {
-		return f.extenders
-	}
-	return nil
-}
+func (f *frameworkImpl) Extenders() []framework.Extender { return f.handleExtenders }
 
 func (f *frameworkImpl) closeExtenders() {
 	for _, e := range f.extenders {

@@ -24,7 +24,7 @@ func TestWithExtenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = fw.Close() }()
-	exts := Extenders(fw)
+	exts := fw.Extenders()
 	if len(exts) != 2 || exts[0].Name() != cfgs[0].URLPrefix || exts[1].Name() != cfgs[1].URLPrefix {
 		t.Fatalf("Extenders = %v, want the profile's, in order", exts)
 	}
@@ -46,8 +46,8 @@ func TestWithExtenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = plain.Close() }()
-	if len(Extenders(plain)) != 0 {
-		t.Errorf("an instance without extenders has %v", Extenders(plain))
+	if len(plain.Extenders()) != 0 {
+		t.Errorf("an instance without extenders has %v", plain.Extenders())
 	}
 }
 

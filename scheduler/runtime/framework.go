@@ -186,8 +186,11 @@ type frameworkImpl struct {
 	// shared with the scheduler's other instances.
 	podsInPreBind *PodsInPreBind
 
-	// extenders are the profile's HTTP extenders, in the profile's order.
-	extenders []*extender.Extender
+	// extenders are the profile's HTTP extenders, in the profile's order;
+	// the instance owns and closes them. handleExtenders holds the same,
+	// as the Handle gives them, made once so a cycle allocates nothing.
+	extenders       []*extender.Extender
+	handleExtenders []framework.Extender
 
 	// batch keeps a cycle's results for the next pod with the same
 	// signature; nil when opportunistic batching is off. signs tells
@@ -273,6 +276,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		errs = append(errs, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()})
 	}
 	f.extenders = exts
+	for _, e := range exts {
+		f.handleExtenders = append(f.handleExtenders, e)
+	}
 	if len(exts) > 0 {
 		// Extenders register no events: a pod some extender rejected
 		// nodes for (its UnschedulablePlugins has extender.Name) is

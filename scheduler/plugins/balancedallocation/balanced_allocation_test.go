@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -21,10 +20,8 @@ type res = map[v1.ResourceName]string
 const gpu = "nvidia.com/gpu"
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeResourcesBalancedAllocationArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(balancedallocation.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: balancedallocation.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(balancedallocation.Name, 1)), balancedallocation.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 
@@ -160,9 +157,8 @@ func TestBalancedAllocationArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			profile := st.PluginProfile(st.Plugin(balancedallocation.Name, 0))
-			profile.PluginConfig = []configv1.PluginConfig{{Name: balancedallocation.Name, Args: k8sruntime.RawExtension{Object: tt.args}}}
-			fwk, err := runtime.NewFramework(t.Context(), plugins.NewInTreeRegistry(), profile, runtime.WithDefaultPlugins(&configv1.Plugins{}))
+			profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(balancedallocation.Name, 0)), balancedallocation.Name, tt.args)
+			fwk, err := st.BuildFramework(plugins.NewInTreeRegistry(), profile, nil)
 			var got string
 			if err != nil {
 				got = err.Error()

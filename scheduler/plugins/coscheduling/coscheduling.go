@@ -19,7 +19,6 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -199,7 +198,7 @@ func indexByGroup(obj any) ([]string, error) {
 // instance of the plugin comes first; the informer indexes the pods it
 // already holds, if it runs.
 func addMemberIndex(informer toolscache.SharedIndexInformer) error {
-	if _, err := helper.AddIndex(informer, memberIndex, indexByGroup); err != nil {
+	if _, err := framework.AddIndex(informer, memberIndex, indexByGroup); err != nil {
 		return fmt.Errorf("indexing pods by PodGroup: %w", err)
 	}
 	return nil

@@ -13,8 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -97,8 +95,7 @@ func newEnv(t testing.TB, c envConfig) *env {
 			t.Fatal(err)
 		}
 	}
-	client := fake.NewClientset()
-	inf := informers.NewSharedInformerFactory(client, 0)
+	client, inf := st.InformerFactory(t)
 	fwk := st.NewFramework(t, r, profile, c.snapshot, fwkruntime.WithClientSet(client), fwkruntime.WithInformerFactory(inf))
 	// The plugin reads the pod lister only; the test fills its store
 	// instead of running the informer, so each case sees exactly its pods.
@@ -213,7 +210,7 @@ func TestArgsThroughProfile(t *testing.T) {
 	}
 	profile := st.MultiPointProfile(st.Plugin(Name, 0), st.Plugin(defaultbinder.Name, 0))
 	profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(`{"podGroupRejectPercentage": 200}`)}}}
-	_, err := fwkruntime.NewFramework(context.Background(), r, profile, fwkruntime.WithDefaultPlugins(&configv1.Plugins{}))
+	_, err := st.BuildFramework(r, profile, nil)
 	if err == nil || !strings.Contains(err.Error(), "podGroupRejectPercentage: Invalid value: 200: must be between 0 and 100") {
 		t.Fatalf("NewFramework error = %v, want the reject percentage refused", err)
 	}

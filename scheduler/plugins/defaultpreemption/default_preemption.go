@@ -21,7 +21,6 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // Name is the plugin's name in profiles and the registry.
@@ -325,7 +324,7 @@ func (pl *defaultPreemption) evaluate(ctx context.Context, state *framework.Cycl
 // the candidates and change their victims, as upstream's Evaluator does
 // before it picks the best candidate.
 func (pl *defaultPreemption) callExtenders(ctx context.Context, pod *v1.Pod, candidates []*candidate) ([]*candidate, error) {
-	exts := fwkruntime.Extenders(pl.fh)
+	exts := pl.fh.Extenders()
 	if len(exts) == 0 {
 		return candidates, nil
 	}

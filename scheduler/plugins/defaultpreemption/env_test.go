@@ -149,22 +149,11 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	for _, pdb := range cfg.pdbs {
 		objs = append(objs, pdb)
 	}
-	cs := fake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	cs, factory := st.InformerFactory(tb, objs...)
 	// The test extenders serve on loopback.
 	extenderPolicy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	for _, p := range cfg.pods {
-		if err := factory.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	for _, pdb := range cfg.pdbs {
-		if err := factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore().Add(pdb); err != nil {
-			tb.Fatal(err)
-		}
 	}
 	e := &env{
 		cs:        cs,

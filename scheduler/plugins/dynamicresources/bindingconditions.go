@@ -7,6 +7,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
@@ -129,4 +130,106 @@ func (pl *dynamicResources) recordBindingConditions(state *stateData, outcome st
 			m.DRABindingConditionsAllocations.WithLabelValues(profile, s.Driver, outcome).Inc()
 		}
 	}
+}
+
+// isClaimReadyForBinding reports whether all binding conditions of the
+// claim's allocated devices are true (including when there are none). It
+// returns an error wrapping ErrDeviceBindingFailed when a binding failure
+// condition is true.
+func isClaimReadyForBinding(claim *resourceapi.ResourceClaim) (bool, error) {
+	if claim.Status.Allocation == nil {
+		return false, nil
+	}
+	for _, deviceRequest := range claim.Status.Allocation.Devices.Results {
+		if len(deviceRequest.BindingConditions) == 0 {
+			continue
+		}
+		deviceStatus := getAllocatedDeviceStatus(claim, &deviceRequest)
+		if deviceStatus == nil {
+			return false, nil
+		}
+		for _, cond := range deviceRequest.BindingFailureConditions {
+			failedCond := apimeta.FindStatusCondition(deviceStatus.Conditions, cond)
+			if failedCond != nil && failedCond.Status == metav1.ConditionTrue {
+				return false, fmt.Errorf("%w: claim=%s, reason=%s, message=%q",
+					ErrDeviceBindingFailed,
+					claim.Name,
+					failedCond.Reason,
+					failedCond.Message)
+			}
+		}
+		for _, cond := range deviceRequest.BindingConditions {
+			if !apimeta.IsStatusConditionTrue(deviceStatus.Conditions, cond) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// isClaimTimeout reports whether the claim has devices with binding
+// conditions and was allocated longer than the binding timeout ago.
+func (pl *dynamicResources) isClaimTimeout(claim *resourceapi.ResourceClaim) bool {
+	if claim.Status.Allocation == nil || claim.Status.Allocation.AllocationTimestamp == nil {
+		return false
+	}
+	for _, deviceRequest := range claim.Status.Allocation.Devices.Results {
+		if deviceRequest.BindingConditions == nil {
+			continue
+		}
+		if claim.Status.Allocation.AllocationTimestamp.Add(pl.bindingTimeout).Before(time.Now()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPodReadyForBinding re-reads the pod's claims and reports whether all
+// their binding conditions are true. It fails when a binding failure
+// condition is true or a claim timed out.
+func (pl *dynamicResources) isPodReadyForBinding(state *stateData) (bool, error) {
+	for claimIndex, claim := range state.claims.all() {
+		claim, err := pl.draManager.ResourceClaims().Get(claim.Namespace, claim.Name)
+		if err != nil {
+			return false, err
+		}
+		state.claims.set(claimIndex, claim)
+		ready, err := isClaimReadyForBinding(claim)
+		if err != nil {
+			return false, err
+		}
+		if !ready {
+			if pl.isClaimTimeout(claim) {
+				return false, fmt.Errorf("%w: claim=%s", ErrDeviceBindingTimeout, claim.Name)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// hasBindingConditions reports whether an allocated device of the pod's
+// claims has binding conditions.
+func hasBindingConditions(state *stateData) bool {
+	for _, claim := range state.claims.all() {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, device := range claim.Status.Allocation.Devices.Results {
+			if len(device.BindingConditions) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func getAllocatedDeviceStatus(claim *resourceapi.ResourceClaim, deviceRequest *resourceapi.DeviceRequestAllocationResult) *resourceapi.AllocatedDeviceStatus {
+	for i := range claim.Status.Devices {
+		device := &claim.Status.Devices[i]
+		if deviceRequest.Device == device.Device && deviceRequest.Driver == device.Driver && deviceRequest.Pool == device.Pool {
+			return device
+		}
+	}
+	return nil
 }

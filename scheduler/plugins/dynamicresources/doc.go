@@ -13,7 +13,7 @@
 //     owned by the pod out of the active queue.
 //   - PreFilter skips pods without claims or extended resources backed
 //     by DRA, finds or makes in memory the special claim of the latter
-//     (extendedresources.go), refuses pods whose allocated
+//     (extendeddynamicresources.go), refuses pods whose allocated
 //     claim is in use by others ("resourceclaim in use"), whose claim is
 //     being allocated for another pod, or whose request names a missing
 //     DeviceClass, and builds the allocator over the ResourceSlices (with
@@ -41,4 +41,13 @@
 // deallocation or deletion, as upstream. Upstream's node-allocatable
 // resources and PodGroup claims, behind gates off by default, are not
 // ported.
+//
+// A part has upstream's file name where upstream gives it a file of its
+// own: dynamicresources.go holds the plugin and its extension points;
+// claims.go the pod's claims (the store PreFilter fills, reading them,
+// the queueing hints on their changes, and writing the allocation and
+// reservedFor in PreBind); extendeddynamicresources.go the special claim
+// of extended resources backed by DRA; bindingconditions.go the binding
+// conditions PreBind waits for; dra_manager.go and allocateddevices.go
+// the scheduler's shared DRA manager.
 package dynamicresources

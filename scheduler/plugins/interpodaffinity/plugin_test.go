@@ -9,8 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
@@ -34,36 +32,26 @@ const (
 // reads them through the lister.
 func newFramework(tb testing.TB, snapshot framework.SharedLister, args *configv1.InterPodAffinityArgs, namespaces ...*v1.Namespace) framework.Framework {
 	tb.Helper()
-	fwk, err := buildFramework(snapshot, args, namespaces...)
-	if err != nil {
-		tb.Fatalf("building the framework instance: %v", err)
+	objs := make([]k8sruntime.Object, len(namespaces))
+	for i, ns := range namespaces {
+		objs[i] = ns
 	}
-	tb.Cleanup(func() { _ = fwk.Close() })
-	return fwk
+	return st.NewFramework(tb, registryOf(tb), profileWith(args), snapshot, st.Informers(tb, objs...)...)
 }
 
-func buildFramework(snapshot framework.SharedLister, args *configv1.InterPodAffinityArgs, namespaces ...*v1.Namespace) (framework.Framework, error) {
-	cs := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	store := factory.Core().V1().Namespaces().Informer().GetStore()
-	for _, ns := range namespaces {
-		if err := store.Add(ns); err != nil {
-			return nil, err
-		}
-	}
+// registryOf holds only this plugin, with its args validation as the
+// in-tree registry registers it.
+func registryOf(tb testing.TB) runtime.Registry {
+	tb.Helper()
 	r := registry.New(nil)
 	if err := r.Register(Name, New, runtime.ArgsSpec{Validate: func(obj k8sruntime.Object) error { return ValidateArgs(obj.(*configv1.InterPodAffinityArgs)) }}); err != nil {
-		return nil, err
+		tb.Fatal(err)
 	}
-	profile := st.MultiPointProfile(st.Plugin(queuesort.Name, 0), st.Plugin(Name, 1), st.Plugin(defaultbinder.Name, 0))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
-	return runtime.NewFramework(context.Background(), r, profile,
-		runtime.WithDefaultPlugins(&configv1.Plugins{}),
-		runtime.WithSnapshotSharedLister(snapshot),
-		runtime.WithInformerFactory(factory),
-		runtime.WithClientSet(cs))
+	return r
+}
+
+func profileWith(args *configv1.InterPodAffinityArgs) *configv1.KubeSchedulerProfile {
+	return st.WithPluginArgs(st.MultiPointProfile(st.Plugin(queuesort.Name, 0), st.Plugin(Name, 1), st.Plugin(defaultbinder.Name, 0)), Name, args)
 }
 
 func namespace(name string, lbls map[string]string) *v1.Namespace {
@@ -86,7 +74,10 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := buildFramework(st.NewSnapshot(nil, nil), tt.args)
+			fwk, err := st.BuildFramework(registryOf(t), profileWith(tt.args), st.NewSnapshot(nil, nil))
+			if err == nil {
+				_ = fwk.Close()
+			}
 			got := ""
 			if err != nil {
 				got = err.Error()

@@ -336,7 +336,7 @@ func TestArgsValidation(t *testing.T) {
 			}
 			profile := st.MultiPointProfile(st.Plugin(Name, 0))
 			profile.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: runtime.RawExtension{Raw: []byte(tt.args)}}}
-			_, err := fwkruntime.NewFramework(context.Background(), r, profile, fwkruntime.WithDefaultPlugins(&configv1.Plugins{}))
+			_, err := st.BuildFramework(r, profile, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("NewFramework error = %v, want it to contain %q", err, tt.wantErr)
 			}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -17,10 +16,8 @@ import (
 )
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeAffinityArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(nodeaffinity.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: nodeaffinity.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(nodeaffinity.Name, 1)), nodeaffinity.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 
@@ -265,9 +262,8 @@ func TestNodeAffinityArgs(t *testing.T) {
 	invalid := &configv1.NodeAffinityArgs{AddedAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
 		NodeSelectorTerms: []v1.NodeSelectorTerm{st.LabelTerm("zone", "Near", "a")},
 	}}}
-	profile := st.PluginProfile(st.Plugin(nodeaffinity.Name, 0))
-	profile.PluginConfig = []configv1.PluginConfig{{Name: nodeaffinity.Name, Args: k8sruntime.RawExtension{Object: invalid}}}
-	_, err := runtime.NewFramework(t.Context(), plugins.NewInTreeRegistry(), profile, runtime.WithDefaultPlugins(&configv1.Plugins{}))
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(nodeaffinity.Name, 0)), nodeaffinity.Name, invalid)
+	_, err := st.BuildFramework(plugins.NewInTreeRegistry(), profile, nil)
 	want := `PluginConfig plugin "NodeAffinity": invalid args: addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Near": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -19,10 +18,8 @@ import (
 const extended = "example.com/aaa"
 
 func newFramework(tb testing.TB, snapshot *st.Snapshot, args *configv1.NodeResourcesFitArgs, opts ...runtime.Option) framework.Framework {
-	profile := st.PluginProfile(st.Plugin(noderesources.Name, 1))
-	if args != nil {
-		profile.PluginConfig = []configv1.PluginConfig{{Name: noderesources.Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
+	tb.Helper()
+	profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(noderesources.Name, 1)), noderesources.Name, args)
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot, opts...)
 }
 
@@ -547,9 +544,8 @@ func TestFitArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			profile := st.PluginProfile(st.Plugin(noderesources.Name, 0))
-			profile.PluginConfig = []configv1.PluginConfig{{Name: noderesources.Name, Args: k8sruntime.RawExtension{Object: tt.args}}}
-			fwk, err := runtime.NewFramework(t.Context(), plugins.NewInTreeRegistry(), profile, runtime.WithDefaultPlugins(&configv1.Plugins{}))
+			profile := st.WithPluginArgs(st.PluginProfile(st.Plugin(noderesources.Name, 0)), noderesources.Name, tt.args)
+			fwk, err := st.BuildFramework(plugins.NewInTreeRegistry(), profile, nil)
 			var got string
 			if err != nil {
 				got = err.Error()

@@ -21,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // Name is the plugin's name in profiles and the registry.
@@ -74,7 +73,7 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 	vaInformer := f.Storage().V1().VolumeAttachments().Informer()
 	// Another instance of this plugin may have added the index already:
 	// that is fine as long as it is there.
-	if _, err := helper.AddIndex(vaInformer, vaNodeIndex, volumeAttachmentNodeName); err != nil {
+	if _, err := framework.AddIndex(vaInformer, vaNodeIndex, volumeAttachmentNodeName); err != nil {
 		return nil, fmt.Errorf("adding the node index to the VolumeAttachment informer: %w", err)
 	}
 	return &csiLimits{

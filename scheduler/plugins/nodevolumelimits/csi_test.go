@@ -10,8 +10,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -33,33 +31,9 @@ const (
 // them through listers and the VolumeAttachment index.
 func newFramework(tb testing.TB, snapshot framework.SharedLister, objs ...k8sruntime.Object) framework.Framework {
 	tb.Helper()
-	cs := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *v1.PersistentVolume:
-			err = factory.Core().V1().PersistentVolumes().Informer().GetStore().Add(o)
-		case *v1.PersistentVolumeClaim:
-			err = factory.Core().V1().PersistentVolumeClaims().Informer().GetStore().Add(o)
-		case *storagev1.StorageClass:
-			err = factory.Storage().V1().StorageClasses().Informer().GetStore().Add(o)
-		case *storagev1.CSINode:
-			err = factory.Storage().V1().CSINodes().Informer().GetStore().Add(o)
-		case *storagev1.CSIDriver:
-			err = factory.Storage().V1().CSIDrivers().Informer().GetStore().Add(o)
-		case *storagev1.VolumeAttachment:
-			err = factory.Storage().V1().VolumeAttachments().Informer().GetStore().Add(o)
-		default:
-			err = fmt.Errorf("unexpected object %T", o)
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot,
-		runtime.WithClientSet(cs), runtime.WithInformerFactory(factory), runtime.WithParallelism(1))
+	opts := append(st.Informers(tb, objs...), runtime.WithParallelism(1))
+	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, opts...)
 }
 
 func csiNode(name string, drivers map[string]*int32) *storagev1.CSINode {

@@ -37,6 +37,21 @@ func MultiPointProfile(plugins ...configv1.Plugin) *configv1.KubeSchedulerProfil
 // plugin). snapshot may be nil for plugins that never read it.
 func NewFramework(tb gotesting.TB, r runtime.Registry, profile *configv1.KubeSchedulerProfile, snapshot framework.SharedLister, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
+	fwk, err := BuildFramework(r, profile, snapshot, opts...)
+	if err != nil {
+		tb.Fatalf("building the framework instance: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := fwk.Close(); err != nil {
+			tb.Errorf("closing the framework instance: %v", err)
+		}
+	})
+	return fwk
+}
+
+// BuildFramework is NewFramework for tests of the refusal itself: it
+// returns the error, and the caller closes the instance.
+func BuildFramework(r runtime.Registry, profile *configv1.KubeSchedulerProfile, snapshot framework.SharedLister, opts ...runtime.Option) (framework.Framework, error) {
 	// Plugins that watch the cluster (preemption, spreading) get informers
 	// over an empty fake client unless an option supplies real ones.
 	client := fake.NewClientset()
@@ -49,16 +64,7 @@ func NewFramework(tb gotesting.TB, r runtime.Registry, profile *configv1.KubeSch
 		all = append(all, runtime.WithSnapshotSharedLister(snapshot))
 	}
 	all = append(all, opts...)
-	fwk, err := runtime.NewFramework(context.Background(), r, profile, all...)
-	if err != nil {
-		tb.Fatalf("building the framework instance: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := fwk.Close(); err != nil {
-			tb.Errorf("closing the framework instance: %v", err)
-		}
-	})
-	return fwk
+	return runtime.NewFramework(context.Background(), r, profile, all...)
 }
 
 // Result is the outcome of one scheduling cycle up to scoring.

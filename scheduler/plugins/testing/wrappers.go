@@ -1,8 +1,9 @@
 // Package testing holds what plugin tests share: fluent builders for pods
-// and nodes, an in-memory snapshot, and helpers that build a framework
-// instance with the real runtime and run one scheduling cycle through it,
-// so that plugin tests exercise the same code paths as the scheduler.
-// Import it as st.
+// and nodes, an in-memory snapshot, a fake client with informers that
+// already hold a test's objects, and helpers that build a framework
+// instance with the real runtime (NewFramework, BuildFramework for
+// refusals) and run one scheduling cycle through it, so that plugin tests
+// exercise the same code paths as the scheduler. Import it as st.
 package testing
 
 import (

@@ -9,8 +9,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/internal/assumecache"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/helper"
 )
 
 // storageClassIndex indexes PVs by storage class, so that matching a claim
@@ -27,7 +27,7 @@ type pvCache struct {
 }
 
 func newPVCache(logger klog.Logger, inf cache.SharedIndexInformer) (*pvCache, error) {
-	indexed, err := helper.AddIndex(inf, storageClassIndex, func(obj any) ([]string, error) {
+	indexed, err := framework.AddIndex(inf, storageClassIndex, func(obj any) ([]string, error) {
 		pv, ok := obj.(*v1.PersistentVolume)
 		if !ok {
 			return nil, fmt.Errorf("want a PersistentVolume, got %T", obj)

@@ -50,48 +50,15 @@ func registry(tb testing.TB) runtime.Registry {
 }
 
 func profile(args *configv1.VolumeBindingArgs) *configv1.KubeSchedulerProfile {
-	p := st.PluginProfile(st.Plugin(Name, 1))
-	if args != nil {
-		p.PluginConfig = []configv1.PluginConfig{{Name: Name, Args: k8sruntime.RawExtension{Object: args}}}
-	}
-	return p
+	return st.WithPluginArgs(st.PluginProfile(st.Plugin(Name, 1)), Name, args)
 }
 
 func newEnv(tb testing.TB, snapshot framework.SharedLister, args *configv1.VolumeBindingArgs, objs ...k8sruntime.Object) *env {
 	tb.Helper()
-	client := fake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(client, 0)
+	client, factory := st.InformerFactory(tb, objs...)
 	fwk := st.NewFramework(tb, registry(tb), profile(args), snapshot,
 		runtime.WithClientSet(client), runtime.WithInformerFactory(factory))
-	for _, o := range objs {
-		if err := storeOf(factory, o).Add(o); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	return &env{client: client, factory: factory, fwk: fwk}
-}
-
-// storeOf returns the informer store objects of o's type live in.
-func storeOf(f informers.SharedInformerFactory, o k8sruntime.Object) interface{ Add(any) error } {
-	switch o.(type) {
-	case *v1.PersistentVolume:
-		return f.Core().V1().PersistentVolumes().Informer().GetIndexer()
-	case *v1.PersistentVolumeClaim:
-		return f.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
-	case *v1.Node:
-		return f.Core().V1().Nodes().Informer().GetIndexer()
-	case *v1.Pod:
-		return f.Core().V1().Pods().Informer().GetIndexer()
-	case *storagev1.StorageClass:
-		return f.Storage().V1().StorageClasses().Informer().GetIndexer()
-	case *storagev1.CSINode:
-		return f.Storage().V1().CSINodes().Informer().GetIndexer()
-	case *storagev1.CSIDriver:
-		return f.Storage().V1().CSIDrivers().Informer().GetIndexer()
-	case *storagev1.CSIStorageCapacity:
-		return f.Storage().V1().CSIStorageCapacities().Informer().GetIndexer()
-	}
-	panic("unexpected object type")
 }
 
 // storageObjects is the cluster the Filter tests run on: zone a (n1) and
@@ -432,10 +399,7 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset()
-			_, err := runtime.NewFramework(t.Context(), registry(t), profile(tt.args),
-				runtime.WithDefaultPlugins(&configv1.Plugins{}), runtime.WithClientSet(client),
-				runtime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)))
+			_, err := st.BuildFramework(registry(t), profile(tt.args), nil)
 			got := ""
 			if err != nil {
 				got = err.Error()

@@ -6,8 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -22,16 +21,12 @@ import (
 // lister.
 func newFramework(tb testing.TB, snapshot framework.SharedLister, claims []*v1.PersistentVolumeClaim, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	store := factory.Core().V1().PersistentVolumeClaims().Informer().GetStore()
-	for _, c := range claims {
-		if err := store.Add(c); err != nil {
-			tb.Fatal(err)
-		}
+	objs := make([]k8sruntime.Object, len(claims))
+	for i, c := range claims {
+		objs[i] = c
 	}
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	opts = append([]runtime.Option{runtime.WithInformerFactory(factory)}, opts...)
-	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, opts...)
+	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append(st.Informers(tb, objs...), opts...)...)
 }
 
 func gcePD(pdName string, readOnly bool) v1.Volume {

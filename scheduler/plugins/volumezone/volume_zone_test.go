@@ -6,10 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -28,28 +26,10 @@ const (
 // newFramework builds a real instance running only VolumeZone (plus the
 // QueueSort and Bind plugins every profile needs), whose informers already
 // hold objs: the plugin only reads them through listers.
-func newFramework(tb testing.TB, snapshot framework.SharedLister, objs []any, opts ...runtime.Option) framework.Framework {
+func newFramework(tb testing.TB, snapshot framework.SharedLister, objs []k8sruntime.Object, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	for _, obj := range objs {
-		var store interface{ Add(any) error }
-		switch obj.(type) {
-		case *v1.PersistentVolume:
-			store = factory.Core().V1().PersistentVolumes().Informer().GetStore()
-		case *v1.PersistentVolumeClaim:
-			store = factory.Core().V1().PersistentVolumeClaims().Informer().GetStore()
-		case *storagev1.StorageClass:
-			store = factory.Storage().V1().StorageClasses().Informer().GetStore()
-		default:
-			tb.Fatalf("unexpected object %T", obj)
-		}
-		if err := store.Add(obj); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	opts = append([]runtime.Option{runtime.WithInformerFactory(factory)}, opts...)
-	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, opts...)
+	return st.NewFramework(tb, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append(st.Informers(tb, objs...), opts...)...)
 }
 
 func labeledPV(name string, labels map[string]string) *v1.PersistentVolume {
@@ -67,7 +47,7 @@ func node(name string, labels map[string]string) *v1.Node {
 }
 
 func TestVolumeZone(t *testing.T) {
-	objs := []any{
+	objs := []k8sruntime.Object{
 		labeledPV("pv-beta-zone", map[string]string{betaZone: "us-west1-a", "uselessLabel": "none"}),
 		labeledPV("pv-beta-region", map[string]string{betaRegion: "us-west1"}),
 		labeledPV("pv-zone", map[string]string{zone: "us-west1-a"}),
@@ -274,7 +254,7 @@ func TestVolumeZone(t *testing.T) {
 }
 
 func TestVolumeZoneMessage(t *testing.T) {
-	objs := []any{
+	objs := []k8sruntime.Object{
 		labeledPV("pv", map[string]string{zone: "us-west1-a"}),
 		st.MakePVC("default", "data").Bound("pv").Obj(),
 	}
@@ -293,7 +273,7 @@ func TestVolumeZoneMessage(t *testing.T) {
 // TestFilterWithoutPreFilter checks the fallback for callers that run
 // Filter without PreFilter: the verdict is the same.
 func TestFilterWithoutPreFilter(t *testing.T) {
-	objs := []any{
+	objs := []k8sruntime.Object{
 		labeledPV("pv", map[string]string{zone: "us-west1-a"}),
 		st.MakePVC("default", "data").Bound("pv").Obj(),
 	}
@@ -426,7 +406,7 @@ func BenchmarkVolumeZone(b *testing.B) {
 	nodes := st.MakeNodes(st.BenchNodes, func(i int) *v1.Node {
 		return node(fmt.Sprintf("node-%d", i), map[string]string{zone: zones[i%len(zones)], region: "us-west1", v1.LabelHostname: fmt.Sprintf("node-%d", i)})
 	})
-	objs := []any{
+	objs := []k8sruntime.Object{
 		labeledPV("pv-1", map[string]string{zone: "us-west1-a__us-west1-b", region: "us-west1"}),
 		labeledPV("pv-2", map[string]string{betaZone: "us-west1-a"}),
 		st.MakePVC("default", "data-1").Bound("pv-1").Obj(),

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 )
 
 // DRA counts, for scoring, a node's devices of the DeviceClass behind an
@@ -171,7 +171,7 @@ func (d *DRA) sliceAmounts(ctx context.Context, node *v1.Node, class *resourceap
 		nodeName, allNodes := ptr.Deref(slice.Spec.NodeName, ""), ptr.Deref(slice.Spec.AllNodes, false)
 		switch {
 		case !allNodes && nodeName != node.Name && slice.Spec.NodeSelector != nil:
-			matches, err := structured.NodeMatches(dynamicresources.AllocatorFeatures(), node, nodeName, allNodes, slice.Spec.NodeSelector)
+			matches, err := structured.NodeMatches(feature.AllocatorFeatures(), node, nodeName, allNodes, slice.Spec.NodeSelector)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -222,7 +222,7 @@ func deviceAvailableOn(node *v1.Node, device *resourceapi.Device) (bool, error) 
 	if device.NodeSelector == nil {
 		return false, nil
 	}
-	return structured.NodeMatches(dynamicresources.AllocatorFeatures(), node, nodeName, allNodes, device.NodeSelector)
+	return structured.NodeMatches(feature.AllocatorFeatures(), node, nodeName, allNodes, device.NodeSelector)
 }
 
 // deviceMatchesClass reports whether device satisfies every CEL selector

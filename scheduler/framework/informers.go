@@ -1,4 +1,4 @@
-package helper
+package framework
 
 import "k8s.io/client-go/tools/cache"
 
