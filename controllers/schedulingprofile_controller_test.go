@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -838,36 +839,35 @@ func TestDeletionStopsServing(t *testing.T) {
 	}
 }
 
-func TestSetConditions(t *testing.T) {
+func TestOutcomeConditions(t *testing.T) {
 	long := strings.Repeat("é", maxConditionMessage)
 	for _, tc := range []struct {
-		name      string
-		acceptMsg string
-		activeMsg string
-		want      []metav1.Condition
+		name string
+		msg  string
+		want []metav1.Condition
 	}{{
-		name:      "messages kept",
-		acceptMsg: "Generation 3 is valid and built",
-		activeMsg: "Generation 3 serves schedulerName p",
-		want: conditions(3, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "Generation 3 is valid and built",
-			metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, "Generation 3 serves schedulerName p"),
+		name: "messages kept",
+		msg:  "Generation 3 cannot be built: bad",
+		want: conditions(3, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, "Generation 3 cannot be built: bad",
+			metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 2, the last valid one, keeps serving schedulerName p"),
 	}, {
 		// metav1.Condition allows 32768 bytes; a build error quoting a
 		// large plugin arg must not make the status write fail.
-		name:      "long messages cut on a rune boundary",
-		acceptMsg: long,
-		activeMsg: long,
-		want: conditions(3, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, long[:maxConditionMessage-4]+"...",
-			metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, long[:maxConditionMessage-4]+"..."),
+		name: "long messages cut on a rune boundary",
+		msg:  long,
+		want: conditions(3, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, long[:maxConditionMessage-4]+"...",
+			metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "Generation 2, the last valid one, keeps serving schedulerName p"),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := newProfile("p", "", 0, 10)
 			sp.Generation = 3
-			sp.Status.Conditions = conditions(2, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec, "old", metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "old")
-			(&SchedulingProfileReconciler{}).setConditions(sp,
-				metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, tc.acceptMsg,
-				metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, tc.activeMsg)
-			if diff := cmp.Diff(tc.want, sp.Status.Conditions, ignoreTransitionTime); diff != "" {
+			sp.Status.Conditions = conditions(2, metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, "old", metav1.ConditionTrue, schedulingv1alpha1.ReasonServing, "old")
+			refusedOutcome(schedulingv1alpha1.ReasonInvalidSpec, tc.msg, 2).setConditions(sp, "p")
+			got := []metav1.Condition{}
+			for _, typ := range []string{schedulingv1alpha1.ProfileAccepted, schedulingv1alpha1.ProfileActive} {
+				got = append(got, *meta.FindStatusCondition(sp.Status.Conditions, typ))
+			}
+			if diff := cmp.Diff(tc.want, got, ignoreTransitionTime); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 			for _, c := range sp.Status.Conditions {

@@ -2,7 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +27,28 @@ import (
 
 func TestExtenderConfigs(t *testing.T) {
 	forProfile := map[string]string{schedulingv1alpha1.ExtenderTLSLabel: "gpu"}
+	cert, key := selfSignedPEM(t)
+	ca, _ := selfSignedPEM(t)
+	other, otherKey := selfSignedPEM(t)
 	tlsSecret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "client", Labels: forProfile},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")},
+		Data:       map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
 	}
 	caSecret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "ca", Labels: forProfile},
-		Data:       map[string][]byte{"ca.crt": []byte("ca"), "other.pem": []byte("other")},
+		Data:       map[string][]byte{"ca.crt": ca, "other.pem": other, "broken.pem": []byte("not a certificate")},
+	}
+	brokenPair := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: revisionNS, Name: "broken-client", Labels: forProfile},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: otherKey},
 	}
 	elsewhere := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: forProfile},
 		Data:       map[string][]byte{"ca.crt": []byte("not this one")},
 	}
-	f := newProfileFixture(t, nil, tlsSecret, caSecret, elsewhere)
+	f := newProfileFixture(t, nil, tlsSecret, caSecret, brokenPair, elsewhere)
 	base := schedulingv1alpha1.Extender{
 		URLPrefix: "https://gpu.example:8443/scheduler", FilterVerb: "filter", PrioritizeVerb: "prioritize", Weight: 5,
 		BindVerb: "bind", PreemptVerb: "preempt", EnableHTTPS: true, HTTPTimeout: metav1.Duration{Duration: 2 * time.Second},
@@ -68,12 +83,22 @@ func TestExtenderConfigs(t *testing.T) {
 			in: withTLS(schedulingv1alpha1.ExtenderTLSConfig{ServerName: "gpu.example",
 				CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "client"},
 				CASecretRef:   &schedulingv1alpha1.SecretKeyReference{Name: "ca"}}),
-			want: upstreamTLS(configv1.ExtenderTLSConfig{ServerName: "gpu.example", CertData: []byte("cert"), KeyData: []byte("key"), CAData: []byte("ca")}),
+			want: upstreamTLS(configv1.ExtenderTLSConfig{ServerName: "gpu.example", CertData: cert, KeyData: key, CAData: ca}),
 		},
 		{
 			name: "a CA under another key",
 			in:   withTLS(schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "ca", Key: "other.pem"}}),
-			want: upstreamTLS(configv1.ExtenderTLSConfig{CAData: []byte("other")}),
+			want: upstreamTLS(configv1.ExtenderTLSConfig{CAData: other}),
+		},
+		{
+			name:    "a CA that is no certificate",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CASecretRef: &schedulingv1alpha1.SecretKeyReference{Name: "ca", Key: "broken.pem"}}),
+			wantErr: "extenders[0].tlsConfig.caSecretRef: key broken.pem of Secret profile-scheduler-system/ca holds no PEM certificate; put the CA bundle there, and the profile is built again",
+		},
+		{
+			name:    "a client certificate with another key",
+			in:      withTLS(schedulingv1alpha1.ExtenderTLSConfig{CertSecretRef: &schedulingv1alpha1.LocalSecretReference{Name: "broken-client"}}),
+			wantErr: "extenders[0].tlsConfig.certSecretRef: keys tls.crt and tls.key of Secret profile-scheduler-system/broken-client are not a PEM certificate and its key (tls: private key does not match public key)",
 		},
 		{
 			name: "insecure",
@@ -259,10 +284,29 @@ func extenderConfigs(r *SchedulingProfileReconciler, profile string, exts []sche
 	plan, refusals := testPlanner(nil).Plan(sp)
 	if len(refusals) == 0 {
 		var got []configv1.Extender
-		got, refusals = plan.ResolveExtenders(context.Background(), r.secretReader(profile))
+		got, refusals = plan.ResolveExtenders(context.Background(), r.secretReader(profile, nil))
 		if len(refusals) == 0 {
 			return got, nil
 		}
 	}
 	return nil, errors.New(refusals[0].Detail)
+}
+
+// selfSignedPEM is a self-signed certificate and its key, PEM-encoded.
+func selfSignedPEM(t *testing.T) (cert, key []byte) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "extender"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }

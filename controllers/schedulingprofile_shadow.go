@@ -93,9 +93,7 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 		r.stopShadow(ctx, sp.Name)
 		status.Plugins, status.OmittedDefaultPlugins, status.Shadow = nil, nil, nil
 		msg = "Generation " + fmt.Sprint(sp.Generation) + " does not run: " + msg
-		r.setConditions(sp, metav1.ConditionFalse, schedulingv1alpha1.ReasonTooManyShadows, msg, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServing, msg)
-		setRolloutConditions(sp, rollout{schedulerName: of, shadow: true, reason: schedulingv1alpha1.ReasonTooManyShadows, msg: msg})
-		return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+		return r.writeOutcome(ctx, orig, sp, of, claimOutcome(schedulingv1alpha1.ReasonTooManyShadows, msg, schedulingv1alpha1.ReasonNotServing))
 	}
 
 	r.mu.Lock()
@@ -113,28 +111,20 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 			return ctrl.Result{}, fmt.Errorf("building generation %d of shadow SchedulingProfile %s: %w", sp.Generation, sp.Name, err)
 		}
 		if reason != "" {
-			activeReason, activeMsg := schedulingv1alpha1.ReasonNotServing, "No valid generation of this shadow has been built"
-			if running {
-				activeReason = schedulingv1alpha1.ReasonShadowing
-				activeMsg = fmt.Sprintf("Generation %d, the last valid one, keeps evaluating placements of schedulerName %s in shadow; it places no pod", cur.generation, of)
-			} else {
-				status.Plugins, status.OmittedDefaultPlugins, status.Shadow = nil, nil, nil
-			}
-			r.setConditions(sp, metav1.ConditionFalse, reason, msg, metav1.ConditionFalse, activeReason, activeMsg)
 			last := int64(0)
 			if running {
 				last = cur.generation
+			} else {
+				status.Plugins, status.OmittedDefaultPlugins, status.Shadow = nil, nil, nil
 			}
-			setRolloutConditions(sp, rollout{schedulerName: of, shadow: true, reason: reason, msg: msg, serving: last})
 			if orig.Status.ObservedGeneration != sp.Generation || !meta.IsStatusConditionFalse(orig.Status.Conditions, schedulingv1alpha1.ProfileAccepted) {
 				klog.FromContext(ctx).Info("Refused a shadow profile spec", "schedulingProfile", klog.KObj(sp), "generation", sp.Generation, "reason", reason, "message", msg)
 				r.recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Build", "%s", eventNote(msg))
 			}
 			if running {
 				status.Shadow = shadowStatus(cur, cur.shadow.Stats())
-				return r.writeShadowStatus(ctx, orig, sp)
 			}
-			return ctrl.Result{}, r.patchStatus(ctx, orig, sp)
+			return r.writeOutcome(ctx, orig, sp, of, refusedOutcome(reason, msg, last))
 		}
 		cur = next
 		klog.FromContext(ctx).Info("Started shadow instance", "schedulingProfile", klog.KObj(sp), "shadowOf", of, "generation", sp.Generation)
@@ -147,11 +137,7 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 		status.OmittedDefaultPlugins = plan.OmittedDefaultPlugins
 	}
 	status.Shadow = shadowStatus(cur, cur.shadow.Stats())
-	r.setConditions(sp,
-		metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt, fmt.Sprintf("Generation %d is valid and built", sp.Generation),
-		metav1.ConditionFalse, schedulingv1alpha1.ReasonShadowing, fmt.Sprintf("Generation %d evaluates placements of schedulerName %s in shadow; it places no pod", cur.generation, of))
-	setRolloutConditions(sp, rollout{schedulerName: of, shadow: true})
-	res, err := r.writeShadowStatus(ctx, orig, sp)
+	res, err := r.writeOutcome(ctx, orig, sp, of, builtOutcome(cur.generation))
 	if err != nil {
 		return res, err
 	}
@@ -207,7 +193,7 @@ func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *sched
 		return runningShadow{}, schedulingv1alpha1.ReasonInvalidSpec, "This operator runs no shadow profiles; remove spec.shadowOf", nil
 	}
 	sh := r.newShadow(sp.Name, of)
-	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, sh.FrameworkOptions()...)
+	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, nil, sh.FrameworkOptions()...)
 	if fwk == nil {
 		return runningShadow{}, reason, msg, err
 	}
