@@ -211,7 +211,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	status.Shadow = nil
 
 	plan, planRefusals := r.planner.Plan(sp)
-	if reason, msg, err := r.refusal(ctx, sp, name, planRefusals); err != nil {
+	if reason, msg, err := r.refusal(ctx, sp, name, plan, planRefusals); err != nil {
 		return ctrl.Result{}, err
 	} else if reason != "" {
 		if serving {
@@ -262,7 +262,7 @@ func (r *SchedulingProfileReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			written = sp.DeepCopy()
 		}
 		read := map[string]secretVersion{}
-		fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, planRefusals, read)
+		fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, read)
 		if err != nil {
 			// Not the spec's fault (the plugins' informers did not sync in
 			// time): status says the generation is being built, and the
@@ -344,20 +344,18 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 	return served.generation
 }
 
-// buildSpec compiles plan, sp's current spec planned with refusals, with
-// opts after its own, recording in read (unless nil) what it took from
-// each Secret, or says why it may not serve: it is too large
-// (reason SpecTooLarge) or invalid (InvalidSpec), with every refusal in
-// the message. The checks are the compiler's, as in the admission
-// webhook, plus what only building it here shows: the extenders' TLS
-// Secrets. An error is a failure that is not the spec's, worth retrying.
-func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, read map[string]secretVersion, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
-	if len(refusals) == 0 {
-		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read),
-			append([]runtime.Option{runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
-		if err != nil {
-			return nil, "", "", err
-		}
+// buildSpec compiles plan, sp's current spec, with opts after its own,
+// recording in read (unless nil) what it took from each Secret, or says
+// why it may not serve: it is too large (reason SpecTooLarge) or invalid
+// (InvalidSpec), with every refusal in the message. The checks are the
+// compiler's, as in the admission webhook, plus what only building it
+// here shows: the extenders' TLS Secrets. An error is a failure that is
+// not the spec's, worth retrying.
+func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, read map[string]secretVersion, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
+	fwk, refusals, err := profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read),
+		append([]runtime.Option{runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
+	if err != nil {
+		return nil, "", "", err
 	}
 	if len(refusals) > 0 {
 		return nil, refusals.Reason(), refusals.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
@@ -369,9 +367,15 @@ func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedul
 // message then also says what else is wrong with the spec), or an older
 // profile claims it. The oldest claimant wins whether or not its spec is
 // valid, so a name never flaps between objects as specs change.
-func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, name string, planned profilebuild.Refusals) (reason, msg string, err error) {
+func (r *SchedulingProfileReconciler) refusal(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, name string, plan *profilebuild.Plan, planned profilebuild.Refusals) (reason, msg string, err error) {
 	if planned.Reason() == schedulingv1alpha1.ReasonReservedSchedulerName {
-		return planned.Reason(), planned.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
+		// Compiled only for its refusals, which the reserved name makes
+		// sure of, as the webhook and validate report them.
+		_, refusals, err := profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, nil))
+		if err != nil {
+			return "", "", err
+		}
+		return refusals.Reason(), refusals.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
 	}
 	var list schedulingv1alpha1.SchedulingProfileList
 	if err := r.client.List(ctx, &list); err != nil {

@@ -21,7 +21,6 @@ import (
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -41,12 +40,9 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 	if lastName := profilebuild.SchedulerName(&schedulingv1alpha1.SchedulingProfile{ObjectMeta: sp.ObjectMeta, Spec: *last}); lastName != name {
 		return servedProfile{}, false
 	}
-	plan, refusals := r.planner.PlanSpec(sp, last)
-	var fwk framework.Framework
+	plan, _ := r.planner.PlanSpec(sp, last)
 	read := map[string]secretVersion{}
-	if len(refusals) == 0 {
-		fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
-	}
+	fwk, refusals, err := profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	if err == nil && len(refusals) > 0 {
 		err = errors.New(refusals.Message(fmt.Sprintf("Generation %d", orig.Status.ServingGeneration)))
 	}

@@ -103,9 +103,9 @@ func (r *SchedulingProfileReconciler) reconcileShadow(ctx context.Context, sp *s
 		r.stopShadow(ctx, sp.Name)
 		running = false
 	}
-	plan, refusals := r.planner.Plan(sp)
+	plan, _ := r.planner.Plan(sp)
 	if !running || cur.generation != sp.Generation {
-		next, reason, msg, err := r.startShadow(ctx, sp, plan, refusals, of)
+		next, reason, msg, err := r.startShadow(ctx, sp, plan, of)
 		if err != nil {
 			// Not the spec's fault: retried with backoff.
 			return ctrl.Result{}, fmt.Errorf("building generation %d of shadow SchedulingProfile %s: %w", sp.Generation, sp.Name, err)
@@ -188,12 +188,12 @@ func onlyShadowCountsDiffer(got, want schedulingv1alpha1.SchedulingProfileStatus
 // startShadow builds sp's spec as a shadow of of and starts it in place of
 // the one sp ran, or says why it cannot: the reason and message of a
 // refused spec.
-func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, refusals profilebuild.Refusals, of string) (runningShadow, string, string, error) {
+func (r *SchedulingProfileReconciler) startShadow(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, of string) (runningShadow, string, string, error) {
 	if r.newShadow == nil {
 		return runningShadow{}, schedulingv1alpha1.ReasonInvalidSpec, "This operator runs no shadow profiles; remove spec.shadowOf", nil
 	}
 	sh := r.newShadow(sp.Name, of)
-	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, refusals, nil, sh.FrameworkOptions()...)
+	fwk, reason, msg, err := r.buildSpec(ctx, sp, plan, nil, sh.FrameworkOptions()...)
 	if fwk == nil {
 		return runningShadow{}, reason, msg, err
 	}
