@@ -1036,13 +1036,7 @@ spec:
 // shows for a held pod.
 func describedHeldPod() string {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "approvals.md"))
-	Expect(err).NotTo(HaveOccurred())
-	_, block, found := strings.Cut(string(data), "$ kubectl describe pod train-0 -n batch\n")
-	Expect(found).To(BeTrue(), "docs/approvals.md shows no kubectl describe pod train-0")
-	block, _, found = strings.Cut(block, "```")
-	Expect(found).To(BeTrue())
-	return block
+	return docBlock(docFile("approvals.md"), "$ kubectl describe pod train-0 -n batch\n", "Events:")
 }
 
 // describeSection is the lines of section ("Conditions:", "Events:") in
