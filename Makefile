@@ -64,6 +64,30 @@ test: manifests generate fmt vet control-plane ## Run unit tests, the envtest su
 		go test $(TEST_FLAGS) $(BENCH_ONCE) ./... -coverprofile cover.out
 	$(MAKE) test-upstream-diff
 
+# The test tiers (test/README.md); make test runs them all.
+INTEGRATION_PKGS ?= ./test/api ./test/kubectl ./test/scheduling ./test/storage ./test/dra ./test/operator
+E2E_PKGS ?= ./test/e2e
+SYSTEM_PKGS ?= ./test/faults ./test/failover ./test/perf ./test/outage ./test/latency
+
+.PHONY: test-unit
+test-unit: ## Run only the unit tests: the packages outside test/, and test/testenv.
+	go test $(TEST_FLAGS) $$(go list ./... | grep -v '/test/') ./test/testenv
+
+.PHONY: test-integration
+test-integration: control-plane ## Run only the integration suites, each on its own real API server, the operator in-process.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go test $(TEST_FLAGS) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: control-plane ## Run only the end-to-end suite: the README's local run and config/default, with the real kubectl.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go test $(TEST_FLAGS) $(E2E_PKGS)
+
+.PHONY: test-system
+test-system: control-plane ## Run only the system suites: faults, failover, and the perf workloads' correctness smoke test.
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$(hack/build-control-plane.sh)}" \
+		go test $(TEST_FLAGS) $(SYSTEM_PKGS)
+
 # Random clusters per run of the comparison with kube-scheduler; more with
 # e.g. UPSTREAMDIFF_SEEDS=200 (UPSTREAMDIFF_FIRST_SEED picks where to start).
 UPSTREAMDIFF_SEEDS ?= 10

@@ -23,19 +23,15 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -127,25 +123,18 @@ var _ = BeforeSuite(func() {
 	go func() { defer close(driverDone); driver.Run(ctx) }()
 	go func() { defer close(kubeletDone); kubelet.Run(ctx) }()
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	running, err := testenv.StartOperator(ctx, cfg, testenv.OperatorOptions{
+		Manager: ctrl.Options{Scheme: env.Scheme},
+		Operator: operator.Options{
+			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+			WaitingPodRetention:    2 * time.Second,
+			MetricsRegisterer:      prometheus.NewRegistry(),
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = operator.Setup(ctx, mgr, operator.Options{
-		Registry:               plugins.NewInTreeRegistry(),
-		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-		WaitingPodRetention:    2 * time.Second,
-		MetricsRegisterer:      prometheus.NewRegistry(),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(ctx) }()
 	stop = func() {
 		cancel()
-		Eventually(mgrDone).WithTimeout(time.Minute).Should(Receive(BeNil()))
+		Expect(running.Stop()).To(Succeed())
 		Eventually(driverDone).WithTimeout(time.Minute).Should(BeClosed())
 		Eventually(kubeletDone).WithTimeout(time.Minute).Should(BeClosed())
 		factory.Shutdown()

@@ -39,7 +39,6 @@ import (
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/internal/webhook"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -247,33 +246,25 @@ var _ = Describe("Installing with config/default", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		port, err := strconv.Atoi(webhookPort)
 		Expect(err).NotTo(HaveOccurred())
-		mgr, err := ctrl.NewManager(operatorConfig(), ctrl.Options{
-			Scheme:                        localcluster.Scheme(),
-			Metrics:                       metricsOptions,
-			WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){certs.TLS}}),
-			HealthProbeBindAddress:        "0",
-			LeaderElection:                true,
-			LeaderElectionID:              leaseName,
-			LeaderElectionNamespace:       deployNamespace,
-			LeaderElectionReleaseOnCancel: true,
+		running, err := testenv.StartOperator(ctx, operatorConfig(), testenv.OperatorOptions{
+			Manager: ctrl.Options{
+				Scheme:                        localcluster.Scheme(),
+				Metrics:                       metricsOptions,
+				WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){certs.TLS}}),
+				LeaderElection:                true,
+				LeaderElectionID:              leaseName,
+				LeaderElectionNamespace:       deployNamespace,
+				LeaderElectionReleaseOnCancel: true,
+			},
+			BeforeSetup: certs.SetupWithManager,
+			Operator: operator.Options{
+				ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+				Namespace:              deployNamespace,
+				AdmissionWebhook:       true,
+			},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		opCtx, cancel := context.WithCancel(ctx)
-		Expect(certs.SetupWithManager(mgr)).To(Succeed())
-		_, err = operator.Setup(opCtx, mgr, operator.Options{
-			Registry:               plugins.NewInTreeRegistry(),
-			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-			Namespace:              deployNamespace,
-			AdmissionWebhook:       true,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(opCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() { cancel(); <-done })
+		DeferCleanup(func() { Expect(running.Stop()).To(Succeed()) })
 
 		By("refusing an invalid profile at apply, once the operator serves a certificate the API server trusts")
 		Eventually(func() error { return certs.Ready(nil) }).Should(Succeed())

@@ -20,12 +20,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -761,29 +759,15 @@ var _ = Describe("kubectl with the operator running", Ordered, func() {
 
 	BeforeAll(func() {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme:                 env.Scheme,
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
+		running, err := testenv.StartOperator(context.Background(), env.Config, testenv.OperatorOptions{
+			Manager: ctrl.Options{Scheme: env.Scheme},
+			Operator: operator.Options{
+				ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+				WaitingPodRetention:    2 * time.Second,
+			},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		opCtx, cancel := context.WithCancel(context.Background())
-		_, err = operator.Setup(opCtx, mgr, operator.Options{
-			Registry:               plugins.NewInTreeRegistry(),
-			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-			WaitingPodRetention:    2 * time.Second,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(opCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() {
-			cancel()
-			<-done
-		})
+		DeferCleanup(func() { Expect(running.Stop()).To(Succeed()) })
 
 		Expect(testenv.CreateNode(ctx, adminClient, testenv.Node("undo-node", "4", "8Gi", nil))).To(Succeed())
 		manifest := filepath.Join(GinkgoT().TempDir(), "profile.yaml")
@@ -1052,13 +1036,7 @@ spec:
 // shows for a held pod.
 func describedHeldPod() string {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "approvals.md"))
-	Expect(err).NotTo(HaveOccurred())
-	_, block, found := strings.Cut(string(data), "$ kubectl describe pod train-0 -n batch\n")
-	Expect(found).To(BeTrue(), "docs/approvals.md shows no kubectl describe pod train-0")
-	block, _, found = strings.Cut(block, "```")
-	Expect(found).To(BeTrue())
-	return block
+	return docBlock(docFile("approvals.md"), "$ kubectl describe pod train-0 -n batch\n", "Events:")
 }
 
 // describeSection is the lines of section ("Conditions:", "Events:") in

@@ -28,11 +28,9 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -83,24 +81,14 @@ func TestMain(m *testing.M) {
 func startOperator(cfg *rest.Config) (func(), error) {
 	// A real operator would raise its client limits for throughput; these
 	// benchmarks measure latency one pod at a time, so defaults do.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	running, err := testenv.StartOperator(context.Background(), cfg, testenv.OperatorOptions{
+		Operator: operator.Options{WaitingPodRetention: time.Second},
 	})
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := operator.Setup(ctx, mgr, operator.Options{Registry: plugins.NewInTreeRegistry(), WaitingPodRetention: time.Second}); err != nil {
-		cancel()
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	return func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := running.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "operator:", err)
 		}
 	}, nil

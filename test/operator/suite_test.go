@@ -18,13 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
@@ -112,39 +109,26 @@ func startOperator(extra ...func(runtime.Registry) error) {
 	for _, add := range extra {
 		Expect(add(registry)).To(Succeed())
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          testenv.WebhookServer(env),
-		// A restarted operator registers its controllers again in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
 	metricsRegistry = prometheus.NewRegistry()
-	op, err = operator.Setup(ctx, mgr, operator.Options{
-		Registry:               registry,
-		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-		WaitingPodRetention:    retention,
-		MetricsRegisterer:      metricsRegistry,
-		ShadowStatusPeriod:     shadowStatusPeriod,
-		AdmissionWebhook:       true,
-		Scheduler: []scheduler.Option{
-			scheduler.WithUnservedWarningDelay(unservedWarningDelay),
-			scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),
+	running, err := testenv.StartOperator(context.Background(), cfg, testenv.OperatorOptions{
+		Manager: ctrl.Options{Scheme: env.Scheme, WebhookServer: testenv.WebhookServer(env)},
+		Operator: operator.Options{
+			Registry:               registry,
+			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+			WaitingPodRetention:    retention,
+			MetricsRegisterer:      metricsRegistry,
+			ShadowStatusPeriod:     shadowStatusPeriod,
+			AdmissionWebhook:       true,
+			Scheduler: []scheduler.Option{
+				scheduler.WithUnservedWarningDelay(unservedWarningDelay),
+				scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),
+			},
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	op = running.Operator
 	stopOperator = func() {
-		cancel()
-		<-done
+		Expect(running.Stop()).To(Succeed())
 		stopOperator = nil
 	}
 }

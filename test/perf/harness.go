@@ -31,6 +31,7 @@ import (
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/localcluster"
+	"github.com/schedprofiles/profile-scheduler/test/outage"
 	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
@@ -447,6 +448,10 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost, res.ServerCost,
 		batched(res.BatchAttempts))
 
+	if err := h.checkPlacements(ctx); err != nil {
+		return nil, err
+	}
+
 	if o.Upstream != "" && w.upstreamComparable() {
 		// kube-scheduler gets the cluster the operator got: the measured
 		// pods go, and the operator stops so that it takes no CPU.
@@ -518,6 +523,46 @@ func (h *harness) waitBound(ctx context.Context, bound *boundCounter, s *schedul
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// checkPlacements holds the operator to what every workload must end with,
+// whatever its speed: every measured pod bound, and bound once (no
+// Scheduled events naming two nodes), and no node given more cpu, memory
+// or pods than it has allocatable. It reads only what the API server
+// shows, so it checks the scheduler rather than trusting it.
+func (h *harness) checkPlacements(ctx context.Context) error {
+	events, err := h.cs.EventsV1().Events(measureNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	pods, err := h.cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	nodes, err := h.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var measured []corev1.Pod
+	var problems []string
+	for _, p := range pods.Items {
+		if p.Namespace != measureNamespace {
+			continue
+		}
+		measured = append(measured, p)
+		if p.Spec.NodeName == "" {
+			problems = append(problems, "pod "+p.Name+" is not bound")
+		}
+	}
+	if len(measured) != h.w.Pods {
+		problems = append(problems, fmt.Sprintf("%d measured pods, want %d", len(measured), h.w.Pods))
+	}
+	problems = append(problems, outage.Overcommitted(pods.Items, nodes.Items)...)
+	problems = append(problems, outage.ScheduledElsewhere(events.Items, measured)...)
+	if len(problems) > 0 {
+		return fmt.Errorf("workload %s: %s", h.w.Name, strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // readMemory fills c with the scheduler's memory at the end of the

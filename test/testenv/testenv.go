@@ -4,7 +4,9 @@
 // bound or ResourceClaims made from templates, kube-controller-manager's
 // volume or DRA controllers beside it. The fault
 // suite also crashes kube-apiserver and etcd and starts them again as they
-// were (ControlPlaneProcess).
+// were (ControlPlaneProcess). StartOperator starts the operator in the
+// suite's process as main.go wires it, so that every suite starts it the
+// same way. test/README.md says which tier each suite under test/ is.
 package testenv
 
 import (
