@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
@@ -46,20 +47,9 @@ func TestValidate(t *testing.T) {
 	}, runtime.ArgsSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	scheme := k8sruntime.NewScheme()
-	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().Truncate(time.Second)
 	stored := profile("first", now.Add(-time.Hour), schedulingv1alpha1.SchedulingProfileSpec{SchedulerName: ptr.To("shared")})
-	p := &profileValidator{
-		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: []string{"default-scheduler"}}), profilebuild.Offline(registry, nil)),
-		profiles:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(),
-		maxShadows: 1,
-		budget:     buildTime / 3,
-		builds:     make(chan struct{}, MaxConcurrentBuilds),
-		panics:     newPanicCounter(),
-	}
+	p := newTestValidator(t, registry, buildTime/3, []string{"default-scheduler"}, stored)
 	unknown := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		Filter: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NoSuchPlugin"}}},
 	}}
@@ -170,18 +160,7 @@ func TestBuildsAreBounded(t *testing.T) {
 	}, runtime.ArgsSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	scheme := k8sruntime.NewScheme()
-	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	p := &profileValidator{
-		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins()}), profilebuild.Offline(registry, nil)),
-		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
-		maxShadows: 1,
-		budget:     50 * time.Millisecond,
-		builds:     make(chan struct{}, MaxConcurrentBuilds),
-		panics:     newPanicCounter(),
-	}
+	p := newTestValidator(t, registry, 50*time.Millisecond, nil)
 	slow := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
 	}}
@@ -210,18 +189,7 @@ func TestPanicIsRefused(t *testing.T) {
 	}, runtime.ArgsSpec{}); err != nil {
 		t.Fatal(err)
 	}
-	scheme := k8sruntime.NewScheme()
-	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	p := &profileValidator{
-		checker:    profilebuild.NewChecker(profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins()}), profilebuild.Offline(registry, nil)),
-		profiles:   fake.NewClientBuilder().WithScheme(scheme).Build(),
-		maxShadows: 1,
-		budget:     Budget,
-		builds:     make(chan struct{}, MaxConcurrentBuilds),
-		panics:     newPanicCounter(),
-	}
+	p := newTestValidator(t, registry, Budget, nil)
 	panicking := schedulingv1alpha1.SchedulingProfileSpec{Plugins: &schedulingv1alpha1.Plugins{
 		QueueSort: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}}, Enabled: []schedulingv1alpha1.Plugin{{Name: slowName}}},
 	}}
@@ -237,5 +205,25 @@ func TestPanicIsRefused(t *testing.T) {
 	// Every build token came back: a valid spec still validates.
 	if _, err := p.ValidateCreate(t.Context(), profile("valid", time.Now(), schedulingv1alpha1.SchedulingProfileSpec{})); err != nil {
 		t.Errorf("a valid spec after the panics: %v", err)
+	}
+}
+
+// newTestValidator is the webhook's validator over registry, with budget
+// per review, reserved names, stored as the profiles already stored, and
+// room for one shadow.
+func newTestValidator(t *testing.T, registry runtime.Registry, budget time.Duration, reserved []string, stored ...client.Object) *profileValidator {
+	t.Helper()
+	scheme := k8sruntime.NewScheme()
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	planner := profilebuild.NewPlanner(profilebuild.Options{DefaultPlugins: plugins.DefaultPlugins(), ReservedSchedulerNames: reserved})
+	return &profileValidator{
+		checker:    profilebuild.NewChecker(planner, profilebuild.Offline(registry, nil)),
+		profiles:   fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored...).Build(),
+		maxShadows: 1,
+		budget:     budget,
+		builds:     make(chan struct{}, MaxConcurrentBuilds),
+		panics:     newPanicCounter(),
 	}
 }
