@@ -11,17 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/scheduler"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
+	"github.com/schedprofiles/profile-scheduler/test/testenv"
 )
 
 // A profile refused for its extender's CA Secret is built again when the
@@ -47,30 +44,18 @@ var _ = Describe("A profile refused for a referenced Secret", Ordered, func() {
 		stopOperator()
 		policy, err := extender.NewPolicy([]string{server.URL}, 0)
 		Expect(err).NotTo(HaveOccurred())
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 env.Scheme,
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		running, err := testenv.StartOperator(context.Background(), cfg, testenv.OperatorOptions{
+			Manager: ctrl.Options{Scheme: env.Scheme},
+			Operator: operator.Options{
+				ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
+				WaitingPodRetention:    retention,
+				MetricsRegisterer:      prometheus.NewRegistry(),
+				Namespace:              operatorNS,
+				Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
+			},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		mctx, cancel := context.WithCancel(context.Background())
-		_, err = operator.Setup(mctx, mgr, operator.Options{
-			Registry:               plugins.NewInTreeRegistry(),
-			ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
-			WaitingPodRetention:    retention,
-			MetricsRegisterer:      prometheus.NewRegistry(),
-			Namespace:              operatorNS,
-			Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mctx)).To(Succeed())
-		}()
-		stop = func() { cancel(); <-done }
+		stop = func() { Expect(running.Stop()).To(Succeed()) }
 	})
 
 	AfterAll(func() {
@@ -126,5 +111,21 @@ spec:
 		Expect(sp.Status.ServingGeneration).To(Equal(sp.Generation))
 		Expect(profileCondition(profile, schedulingv1alpha1.ProfileActive)()).To(And(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonServing),
 			HaveField("Message", "Generation 1, the last valid one, keeps serving schedulerName "+profile)))
+	})
+
+	It("is refused when its Secret is labelled for another profile, the built generation serving on", func() {
+		// A profile author who names a Secret of the namespace gets its
+		// material only while the Secret's owner labels it for that
+		// profile; relabelling it revokes it without touching the profile.
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
+		Expect(k8sClient.Update(ctx, caSecret(ca))).To(Succeed())
+		Eventually(accepted, "10s").Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonBuilt))
+		other := caSecret(ca)
+		other.Labels[schedulingv1alpha1.ExtenderTLSLabel] = "another-profile"
+		Expect(k8sClient.Update(ctx, other)).To(Succeed())
+		Eventually(accepted, "10s").Should(And(haveCondition(metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidSpec),
+			HaveField("Message", ContainSubstring("no Secret "+secret+" in namespace "+operatorNS+" is labelled "+schedulingv1alpha1.ExtenderTLSLabel+"="+profile))))
+		sp := getProfile(profile)
+		Expect(sp.Status.ServingGeneration).To(Equal(sp.Generation))
 	})
 })
