@@ -47,6 +47,7 @@ type frameworkOptions struct {
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
 	disableBatching                bool
+	workloadGates                  WorkloadGates
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -170,6 +171,9 @@ type frameworkImpl struct {
 	gangPlugin framework.GangPermitPlugin
 	// waitStarted are the Permit plugins told when a pod they hold waits.
 	waitStarted []framework.WaitStartedPermitPlugin
+	// workloadAware says whether the instance schedules pod groups (see
+	// WorkloadAware).
+	workloadAware bool
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -286,7 +290,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
 	}
 
-	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
+	f.workloadAware = workloadAware(plugins, o.workloadGates)
+	if err := checkPodGroupPoints(profile.Plugins, r, o.workloadGates, f.workloadAware); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -294,8 +299,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	// typo never costs a plugin start-up.
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
-		if _, ok := r[p.Name]; !ok {
-			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+		if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: reason})
 		} else if seenMulti.Has(p.Name) {
 			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"})
 		}
@@ -304,8 +309,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	needed := enabledNames(plugins)
 	for _, e := range extensionPoints {
 		for _, p := range e.set(plugins).Enabled {
-			if _, ok := r[p.Name]; !ok {
-				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+			if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: reason})
 			}
 		}
 	}

@@ -105,45 +105,55 @@ func implements[T any](p framework.Plugin) bool {
 
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
-// and only for pod groups; pods are scheduled one at a time here.
+// and only for pod groups.
 type podGroupPoint struct {
 	name string
 	set  func(*configv1.Plugins) configv1.PluginSet
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
-	// implements the point with (it also has DynamicResources at
-	// PodGroupPostFilter and PodGroupPodsCount and TopologyPlacementGenerator
-	// at the placement points, none of them built here).
+	// implements the point with, besides the workload plugins (it also
+	// has DynamicResources at PodGroupPostFilter).
 	upstream sets.Set[string]
 }
 
 var podGroupPoints = []podGroupPoint{
-	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, "TopologyAwareWorkloadScheduling", sets.New[string]()},
-	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, "TopologyAwareWorkloadScheduling", sets.New("NodeResourcesFit")},
-	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, "GenericWorkload", sets.New("DefaultPreemption")},
+	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, TopologyAwareWorkloadSchedulingGate, sets.New[string]()},
+	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, TopologyAwareWorkloadSchedulingGate, sets.New("NodeResourcesFit")},
+	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, GenericWorkloadGate, sets.New("DefaultPreemption")},
 }
 
-// checkPodGroupPoints accepts at a pod-group point what upstream 1.37.2
-// accepts there with its default gates, where it is inert: a plugin that
-// implements the point. A pasted 1.37 profile, such as the expanded default
-// one listing DefaultPreemption under podGroupPostFilter, thus loads
-// unchanged and behaves as upstream. Any other plugin, which upstream
-// refuses as not extending the point, is refused naming the gate the point
-// needs.
-func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
+// checkPodGroupPoints checks the pod-group points of a profile. In a
+// workload-aware profile, a point whose gate is on is left to building,
+// which resolves it as any other point. Elsewhere it accepts what
+// upstream 1.37.2 accepts there with its default gates, where it is inert:
+// a plugin that implements the point. A pasted 1.37 profile, such as the
+// expanded default one listing DefaultPreemption under
+// podGroupPostFilter, thus loads unchanged and behaves as upstream. Any
+// other plugin, which upstream refuses as not extending the point, is
+// refused naming what the point needs.
+func checkPodGroupPoints(p *configv1.Plugins, r Registry, g WorkloadGates, workloadAware bool) error {
 	if p == nil {
 		return nil
 	}
 	for _, pt := range podGroupPoints {
+		if workloadAware && g.enabled(pt.gate) {
+			continue
+		}
 		for _, pl := range pt.set(p).Enabled {
-			if _, ok := r[pl.Name]; !ok {
-				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
+			if reason, ok := unavailableReason(r, pl.Name, g); ok {
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: reason}
 			}
-			if !pt.upstream.Has(pl.Name) {
+			if pt.upstream.Has(pl.Name) {
+				continue
+			}
+			if g.enabled(pt.gate) {
 				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
-					"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
-					pt.name, pt.gate)}
+					"the plugin does not implement %s; that point only runs for pod groups, in a profile that enables GangScheduling, TopologyPlacementGenerator or PodGroupPodsCount, and this one schedules pods one at a time",
+					pt.name)}
 			}
+			return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
+				"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
+				pt.name, pt.gate)}
 		}
 	}
 	return nil
@@ -152,26 +162,31 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 // offByDefaultGate is, for one of upstream 1.37.2's plugins that its
 // default profile adds only with a feature gate off by default, that gate.
 // Upstream registers them whatever the gates, so a profile may name them,
-// but they do nothing useful with the gate off; none is built here.
+// but they do nothing useful with the gate off. A profile may use them
+// only with the gate on (WithWorkloadGates), DeferredPodScheduling never.
 func offByDefaultGate(name string) (string, bool) {
 	switch name {
 	case "GangScheduling":
-		return "GenericWorkload", true
+		return GenericWorkloadGate, true
 	case "DeferredPodScheduling":
 		return "InPlacePodVerticalScalingSchedulerPreemption", true
 	case "TopologyPlacementGenerator", "PodGroupPodsCount":
-		return "TopologyAwareWorkloadScheduling", true
+		return TopologyAwareWorkloadSchedulingGate, true
 	}
 	return "", false
 }
 
-// unregisteredReason says why a plugin name does not resolve: for an
-// upstream plugin only used with a gate off by default, the gate.
-func unregisteredReason(name string) string {
-	if gate, ok := offByDefaultGate(name); ok {
-		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
+// unavailableReason says why a plugin name does not resolve, if it does
+// not: for an upstream plugin only used with a gate that is off, the
+// gate, whether or not a plugin of that name is registered.
+func unavailableReason(r Registry, name string, g WorkloadGates) (string, bool) {
+	if gate, ok := offByDefaultGate(name); ok && !g.enabled(gate) {
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate), true
 	}
-	return "no such plugin is registered"
+	if _, ok := r[name]; !ok {
+		return "no such plugin is registered", true
+	}
+	return "", false
 }
 
 // extensionPoints lists the points in upstream's order (the order of
