@@ -105,7 +105,7 @@ func TestWorkloadGates(t *testing.T) {
 				return
 			}
 			defer func() { _ = fw.Close() }()
-			if got := fw.(*frameworkImpl).WorkloadAware(); got != tt.wantAware {
+			if got := fw.WorkloadAware(); got != tt.wantAware {
 				t.Errorf("instance WorkloadAware() = %t, want %t", got, tt.wantAware)
 			}
 			if got := WorkloadAware(baseDefaults(), tt.plugins, tt.gates); got != tt.wantAware {
