@@ -28,7 +28,9 @@ func workloadRegistry(t *testing.T) runtime.Registry {
 		if _, ok := r[name]; ok {
 			continue
 		}
-		factory := func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) { return namedPlugin(name), nil }
+		factory := func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+			return namedPlugin(name), nil
+		}
 		if err := r.Register(name, factory, runtime.ArgsSpec{}); err != nil {
 			t.Fatal(err)
 		}
