@@ -83,6 +83,10 @@ type Handle interface {
 	// their own (DefaultPreemption).
 	Metrics() *metrics.Metrics
 
+	// PodGroupManager returns the scheduler cache's live view of pod
+	// groups; nil when the instance was built without one.
+	PodGroupManager() PodGroupManager
+
 	// ListPlugins returns the plugins that run at each extension point, in
 	// order, with weights at Score: the resolved form of the profile. It is
 	// complete once the instance is built, after the factories ran.

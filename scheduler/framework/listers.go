@@ -22,4 +22,8 @@ type StorageInfoLister interface {
 type SharedLister interface {
 	NodeInfos() NodeInfoLister
 	StorageInfos() StorageInfoLister
+	// PodGroupStates returns the pod groups' pod states as of the snapshot.
+	PodGroupStates() PodGroupStateLister
+	// PodGroups returns the PodGroup objects as of the snapshot.
+	PodGroups() PodGroupLister
 }

@@ -47,6 +47,7 @@ type frameworkOptions struct {
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
 	disableBatching                bool
+	podGroupManager                framework.PodGroupManager
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -73,6 +74,12 @@ func WithSharedDRAManager(m framework.SharedDRAManager) Option {
 // start of every cycle; PreFilter plugins receive its nodes.
 func WithSnapshotSharedLister(l framework.SharedLister) Option {
 	return func(o *frameworkOptions) { o.snapshotSharedLister = l }
+}
+
+// WithPodGroupManager sets what plugins get from Handle.PodGroupManager (the
+// scheduler cache).
+func WithPodGroupManager(m framework.PodGroupManager) Option {
+	return func(o *frameworkOptions) { o.podGroupManager = m }
 }
 
 // WithPodNominator sets where nominated pods are tracked (the queue).
@@ -140,6 +147,7 @@ type frameworkImpl struct {
 	snapshotSharedLister framework.SharedLister
 	podNominator         framework.PodNominator
 	podActivator         framework.PodActivator
+	podGroupManager      framework.PodGroupManager
 	waitingPodObservers  []framework.WaitingPodObserver
 	parallelizer         framework.Parallelizer
 	metrics              *metrics.Metrics
@@ -253,6 +261,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		snapshotSharedLister:           o.snapshotSharedLister,
 		podNominator:                   o.podNominator,
 		podActivator:                   o.podActivator,
+		podGroupManager:                o.podGroupManager,
 		waitingPodObservers:            o.waitingPodObservers,
 		parallelizer:                   framework.NewParallelizer(o.parallelism),
 		metrics:                        o.metrics,
@@ -613,6 +622,10 @@ func (f *frameworkImpl) SharedInformerFactory() informers.SharedInformerFactory 
 
 func (f *frameworkImpl) SharedDRAManager() framework.SharedDRAManager {
 	return f.draManager
+}
+
+func (f *frameworkImpl) PodGroupManager() framework.PodGroupManager {
+	return f.podGroupManager
 }
 
 func (f *frameworkImpl) IterateOverWaitingPods(callback func(framework.WaitingPod)) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -76,6 +77,24 @@ func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
 
 // StorageInfos returns the snapshot itself.
 func (s *Snapshot) StorageInfos() framework.StorageInfoLister { return s }
+
+// PodGroupStates returns a lister that finds no pod group: the snapshot holds none.
+func (s *Snapshot) PodGroupStates() framework.PodGroupStateLister { return noPodGroupStates{} }
+
+// PodGroups returns a lister that finds no PodGroup: the snapshot holds none.
+func (s *Snapshot) PodGroups() framework.PodGroupLister { return noPodGroups{} }
+
+type noPodGroupStates struct{}
+
+func (noPodGroupStates) Get(namespace, name string) (framework.PodGroupState, error) {
+	return nil, fmt.Errorf("pod group state not found for pod group %s/%s", namespace, name)
+}
+
+type noPodGroups struct{}
+
+func (noPodGroups) Get(namespace, name string) (*schedulingv1beta1.PodGroup, error) {
+	return nil, fmt.Errorf("pod group object not found for pod group %s", framework.PodGroupKey(namespace, name))
+}
 
 // List returns every NodeInfo in node order.
 func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.nodeInfos, nil }
