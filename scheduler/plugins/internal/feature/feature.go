@@ -12,13 +12,6 @@ import "k8s.io/dynamic-resource-allocation/structured"
 // field names (plugins/feature.Features). The zero value is kube-scheduler
 // 1.37.2's defaults: each of these gates is off by default there.
 type Features struct {
-	// EnableGenericWorkload follows GenericWorkload (beta): Workload and
-	// PodGroup objects, gang scheduling, the pod-group cycle.
-	EnableGenericWorkload bool
-	// EnableTopologyAwareWorkloadScheduling follows
-	// TopologyAwareWorkloadScheduling (beta, needs GenericWorkload):
-	// placements of a pod group and their scores.
-	EnableTopologyAwareWorkloadScheduling bool
 	// EnableInPlacePodVerticalScalingSchedulerPreemption follows the gate
 	// of that name (alpha, needs InPlacePodVerticalScaling): bound pods
 	// whose resize the kubelet deferred go through the scheduler.
