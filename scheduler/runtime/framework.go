@@ -48,6 +48,8 @@ type frameworkOptions struct {
 	extenderObserver               extender.Observer
 	disableBatching                bool
 	podGroupManager                framework.PodGroupManager
+	genericWorkload                bool
+	topologyAwareWorkload          bool
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -166,6 +168,16 @@ type frameworkImpl struct {
 	preBindPlugins    []framework.PreBindPlugin
 	bindPlugins       []framework.BindPlugin
 	postBindPlugins   []framework.PostBindPlugin
+
+	// The pod-group points, built only with their gate on (WithWorkloadGates).
+	placementGeneratePlugins  []framework.PlacementGeneratePlugin
+	placementScorePlugins     []framework.PlacementScorePlugin
+	podGroupPostFilterPlugins []framework.PodGroupPostFilterPlugin
+	placementFeasiblePlugins  []framework.PlacementFeasiblePlugin
+	// placementScorePluginWeight is the weight of each placementScorePlugins.
+	placementScorePluginWeight map[string]int64
+	// genericWorkload is the GenericWorkload gate.
+	genericWorkload bool
 
 	// scoreWeights[i] is the weight of scorePlugins[i]; a slice, not a map,
 	// because it is read once per (node, plugin).
@@ -295,7 +307,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
 	}
 
-	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
+	if err := o.checkPodGroupPoints(profile.Plugins, r); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -310,8 +322,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		}
 		seenMulti.Insert(p.Name)
 	}
-	needed := enabledNames(plugins)
-	for _, e := range extensionPoints {
+	points := o.activePoints()
+	needed := enabledNames(plugins, points)
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
 			if _, ok := r[p.Name]; !ok {
 				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
@@ -383,7 +396,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.fillEnqueueExtensions(p)
 	}
 
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		names, err := resolvePoint(e, plugins, f.pluginsMap)
 		if err != nil {
 			return nil, err
@@ -412,7 +425,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, p := range f.scorePlugins {
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
-	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
+	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind,
+		PlacementGenerate, PlacementFeasible, PlacementScore, PodGroupPostFilter} {
 		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 
@@ -428,7 +442,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for i, p := range f.scorePlugins {
 		scoreNames[i] = p.Name()
 	}
-	weights, err := scoreWeights(plugins, scoreNames)
+	weights, err := scoreWeights(Score, plugins.Score.Enabled, plugins.MultiPoint.Enabled, scoreNames)
 	if err != nil {
 		return nil, err
 	}
@@ -436,6 +450,10 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.scoreWeights = make([]int64, len(scoreNames))
 	for i, n := range scoreNames {
 		f.scoreWeights[i] = weights[n]
+	}
+
+	if err := f.buildPodGroupPoints(logger, &o, plugins); err != nil {
+		return nil, err
 	}
 
 	f.permitMaxTimeouts = make([]time.Duration, len(f.permitPlugins))
@@ -590,6 +608,12 @@ func (f *frameworkImpl) ListPlugins() *configv1.Plugins {
 	list(&out.PreBind, names(f.preBindPlugins), false)
 	list(&out.Bind, names(f.bindPlugins), false)
 	list(&out.PostBind, names(f.postBindPlugins), false)
+	list(&out.PodGroupPostFilter, names(f.podGroupPostFilterPlugins), false)
+	list(&out.PlacementGenerate, names(f.placementGeneratePlugins), false)
+	for _, n := range names(f.placementScorePlugins) {
+		w := int32(f.placementScorePluginWeight[n])
+		out.PlacementScore.Enabled = append(out.PlacementScore.Enabled, configv1.Plugin{Name: n, Weight: &w})
+	}
 	return out
 }
 

@@ -46,6 +46,9 @@ func mergePlugins(defaults, custom *configv1.Plugins) *configv1.Plugins {
 	for _, e := range extensionPoints {
 		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
 	}
+	for _, e := range podGroupPoints {
+		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
+	}
 	return defaults
 }
 
@@ -103,38 +106,81 @@ func implements[T any](p framework.Plugin) bool {
 	return ok
 }
 
+// Feature gates of upstream's pod-group (workload) scheduling, by
+// upstream's names.
+const (
+	GenericWorkload                 = "GenericWorkload"
+	TopologyAwareWorkloadScheduling = "TopologyAwareWorkloadScheduling"
+)
+
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
-// and only for pod groups; pods are scheduled one at a time here.
+// and only for pod groups. With its gate on (WithWorkloadGates) the point is
+// built as any other; with it off, pods are scheduled one at a time and the
+// point is inert (see checkPodGroupPoints).
 type podGroupPoint struct {
-	name string
-	set  func(*configv1.Plugins) configv1.PluginSet
+	extensionPoint
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
 	// implements the point with (it also has DynamicResources at
 	// PodGroupPostFilter and PodGroupPodsCount and TopologyPlacementGenerator
-	// at the placement points, none of them built here).
+	// at the placement points): what an inert point accepts.
 	upstream sets.Set[string]
 }
 
 var podGroupPoints = []podGroupPoint{
-	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, "TopologyAwareWorkloadScheduling", sets.New[string]()},
-	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, "TopologyAwareWorkloadScheduling", sets.New("NodeResourcesFit")},
-	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, "GenericWorkload", sets.New("DefaultPreemption")},
+	{extensionPoint{PlacementGenerate, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementGenerate }, implements[framework.PlacementGeneratePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementGeneratePlugins = append(f.placementGeneratePlugins, p.(framework.PlacementGeneratePlugin))
+		}}, TopologyAwareWorkloadScheduling, sets.New[string]()},
+	{extensionPoint{PlacementScore, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementScore }, implements[framework.PlacementScorePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementScorePlugins = append(f.placementScorePlugins, p.(framework.PlacementScorePlugin))
+		}}, TopologyAwareWorkloadScheduling, sets.New("NodeResourcesFit")},
+	{extensionPoint{PodGroupPostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PodGroupPostFilter }, implements[framework.PodGroupPostFilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.podGroupPostFilterPlugins = append(f.podGroupPostFilterPlugins, p.(framework.PodGroupPostFilterPlugin))
+		}}, GenericWorkload, sets.New("DefaultPreemption")},
 }
 
-// checkPodGroupPoints accepts at a pod-group point what upstream 1.37.2
-// accepts there with its default gates, where it is inert: a plugin that
-// implements the point. A pasted 1.37 profile, such as the expanded default
-// one listing DefaultPreemption under podGroupPostFilter, thus loads
-// unchanged and behaves as upstream. Any other plugin, which upstream
-// refuses as not extending the point, is refused naming the gate the point
-// needs.
-func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
+// gateOn reports whether gate is one of the workload gates turned on.
+func (o *frameworkOptions) gateOn(gate string) bool {
+	switch gate {
+	case GenericWorkload:
+		return o.genericWorkload
+	case TopologyAwareWorkloadScheduling:
+		return o.topologyAwareWorkload
+	}
+	return false
+}
+
+// activePoints returns the extension points built for a profile: the
+// regular ones, then the pod-group points whose gate is on.
+func (o *frameworkOptions) activePoints() []extensionPoint {
+	out := extensionPoints
+	for _, pt := range podGroupPoints {
+		if o.gateOn(pt.gate) {
+			out = append(out[:len(out):len(out)], pt.extensionPoint)
+		}
+	}
+	return out
+}
+
+// checkPodGroupPoints accepts at a pod-group point whose gate is off what
+// upstream 1.37.2 accepts there with its default gates, where it is inert:
+// a plugin that implements the point. A pasted 1.37 profile, such as the
+// expanded default one listing DefaultPreemption under podGroupPostFilter,
+// thus loads unchanged and behaves as upstream. Any other plugin, which
+// upstream refuses as not extending the point, is refused naming the gate
+// the point needs. Points whose gate is on are checked as any other.
+func (o *frameworkOptions) checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 	if p == nil {
 		return nil
 	}
 	for _, pt := range podGroupPoints {
+		if o.gateOn(pt.gate) {
+			continue
+		}
 		for _, pl := range pt.set(p).Enabled {
 			if _, ok := r[pl.Name]; !ok {
 				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
@@ -227,13 +273,14 @@ var extensionPoints = []extensionPoint{
 		}},
 }
 
-// enabledNames returns every plugin name enabled anywhere in plugins.
-func enabledNames(plugins *configv1.Plugins) sets.Set[string] {
+// enabledNames returns every plugin name enabled in plugins' multiPoint
+// or at one of points.
+func enabledNames(plugins *configv1.Plugins, points []extensionPoint) sets.Set[string] {
 	out := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		out.Insert(p.Name)
 	}
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
 			out.Insert(p.Name)
 		}
@@ -311,32 +358,33 @@ func resolvePoint(e extensionPoint, plugins *configv1.Plugins, instances map[str
 // reach the overflow rule without millions of plugins.
 var maxTotalScore = framework.MaxTotalScore
 
-// scoreWeights returns the weight of each Score plugin that runs. A weight
-// set at the Score point wins over one set in multiPoint; unset means 1.
-// The sum of weight × MaxNodeScore must fit in int64.
-func scoreWeights(plugins *configv1.Plugins, scoreNames []string) (map[string]int64, error) {
+// scoreWeights returns the weight of each plugin that runs at a scoring
+// point (Score or PlacementScore). A weight set at the point wins over one
+// set in multiPoint; unset means 1. The sum of weight × MaxScore must fit
+// in int64.
+func scoreWeights(point string, pointEnabled, multiPointEnabled []configv1.Plugin, names []string) (map[string]int64, error) {
 	configured := map[string]*int32{}
-	for _, list := range [][]configv1.Plugin{plugins.Score.Enabled, plugins.MultiPoint.Enabled} {
+	for _, list := range [][]configv1.Plugin{pointEnabled, multiPointEnabled} {
 		for _, p := range list {
 			if _, ok := configured[p.Name]; !ok {
 				configured[p.Name] = p.Weight
 			}
 		}
 	}
-	weights := make(map[string]int64, len(scoreNames))
+	weights := make(map[string]int64, len(names))
 	var total int64
-	for _, name := range scoreNames {
+	for _, name := range names {
 		w := int64(1)
 		if p := configured[name]; p != nil && *p != 0 {
 			w = int64(*p)
 		}
 		if w < 0 {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
 		}
-		if w*framework.MaxNodeScore > maxTotalScore-total {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of Score plugins overflow int64", w)}
+		if w*framework.MaxScore > maxTotalScore-total {
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of %s plugins overflow int64", w, point)}
 		}
-		total += w * framework.MaxNodeScore
+		total += w * framework.MaxScore
 		weights[name] = w
 	}
 	return weights, nil
@@ -357,5 +405,5 @@ func EnabledPlugins(defaults, custom *configv1.Plugins) sets.Set[string] {
 	if defaults == nil {
 		defaults = &configv1.Plugins{}
 	}
-	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()))
+	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()), extensionPoints)
 }
