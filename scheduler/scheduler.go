@@ -81,6 +81,7 @@ type Scheduler struct {
 	parallelism              int
 	percentageOfNodesToScore *int32
 	disableBatching          bool
+	workloadGates            runtime.WorkloadGates
 	defaultPlugins           *configv1.Plugins
 	extenderPolicy           extender.Policy
 
@@ -149,6 +150,10 @@ type options struct {
 	shadowSampleRate              float64
 	shadowQueueLength             int
 	disableBatching               bool
+	// genericWorkload and topologyAwareWorkload are upstream's workload
+	// gates (WithWorkloadGates).
+	genericWorkload       bool
+	topologyAwareWorkload bool
 }
 
 // Option configures New.
@@ -301,6 +306,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
 		disableBatching:          o.disableBatching,
+		workloadGates:            runtime.WorkloadGates{GenericWorkload: o.genericWorkload, TopologyAwareWorkloadScheduling: o.topologyAwareWorkload},
 		defaultPlugins:           o.defaultPlugins,
 		extenderPolicy:           o.extenderPolicy,
 		metrics:                  o.metrics,
