@@ -36,7 +36,7 @@ const DefaultWorkloadAPIPeriod = 10 * time.Second
 // periodically while some profile is workload-aware (WithWorkloadAPI). It
 // is safe for concurrent use.
 type WorkloadAPI struct {
-	discovery discovery.DiscoveryInterface
+	discovery discovery.DiscoveryInterfaceWithContext
 
 	// mu guards known and missing.
 	mu    sync.Mutex
@@ -47,7 +47,7 @@ type WorkloadAPI struct {
 
 // NewWorkloadAPI returns a WorkloadAPI that asks d.
 func NewWorkloadAPI(d discovery.DiscoveryInterface) *WorkloadAPI {
-	return &WorkloadAPI{discovery: d}
+	return &WorkloadAPI{discovery: discovery.ToDiscoveryInterfaceWithContext(d)}
 }
 
 // Missing returns the workload resources the API server does not serve,
@@ -69,9 +69,9 @@ func (w *WorkloadAPI) Missing(ctx context.Context) ([]string, error) {
 }
 
 // refresh asks discovery again, and says whether the answer changed.
-func (w *WorkloadAPI) refresh(context.Context) (bool, error) {
+func (w *WorkloadAPI) refresh(ctx context.Context) (bool, error) {
 	missing := slices.Clone(workloadResources)
-	list, err := w.discovery.ServerResourcesForGroupVersion(schedulingv1beta1.SchemeGroupVersion.String())
+	list, err := w.discovery.ServerResourcesForGroupVersionWithContext(ctx, schedulingv1beta1.SchemeGroupVersion.String())
 	switch {
 	case apierrors.IsNotFound(err):
 		// The group version is not served at all.
