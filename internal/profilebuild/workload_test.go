@@ -20,6 +20,12 @@ type namedPlugin string
 
 func (p namedPlugin) Name() string { return string(p) }
 
+// PlacementFeasible lets the stand-in serve as GangScheduling, which the
+// runtime requires to implement it.
+func (p namedPlugin) PlacementFeasible(context.Context, framework.PlacementCycleState, *framework.PodGroupInfo, framework.PlacementProgress) *framework.Status {
+	return nil
+}
+
 // workloadRegistry is the in-tree registry with the workload plugins.
 func workloadRegistry(t *testing.T) runtime.Registry {
 	t.Helper()

@@ -142,6 +142,21 @@ type Framework interface {
 	// RunPostBindPlugins runs PostBind plugins.
 	RunPostBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
 
+	// RunPlacementGeneratePlugins returns the placements podGroup is tried
+	// on: one holding nodes when no PlacementGenerate plugin runs.
+	RunPlacementGeneratePlugins(ctx context.Context, state PodGroupCycleState, podGroup *PodGroupInfo, nodes []*NodeInfo) ([]*Placement, *Status)
+	// RunPlacementFeasiblePlugins tells whether a placement can still hold
+	// the group after one more of its pods was tried: Success, Wait (maybe,
+	// once more pods are tried) or Unschedulable.
+	RunPlacementFeasiblePlugins(ctx context.Context, state PlacementCycleState, podGroupInfo *PodGroupInfo, progress PlacementProgress) *Status
+	// RunPlacementScorePlugins scores the placements whose assignments are
+	// given, placementStates[i] being the state placement i was tried with:
+	// normalized, weighted, one PlacementPluginScores per placement.
+	RunPlacementScorePlugins(ctx context.Context, state PodGroupCycleState, podGroupInfo *PodGroupInfo, podGroupAssignments []*PodGroupAssignments, placementStates []PlacementCycleState) ([]PlacementPluginScores, *Status)
+	// RunPodGroupPostFilterPlugins runs PodGroupPostFilter plugins (pod-group
+	// preemption) after the group could not be scheduled.
+	RunPodGroupPostFilterPlugins(ctx context.Context, state *CycleState, podGroupInfo *PodGroupInfo, pgSchedulingFunc PodGroupSchedulingFunc) (*PodGroupPostFilterResult, *Status)
+
 	// HasFilterPlugins reports whether any Filter plugin is configured.
 	HasFilterPlugins() bool
 	// HasPostFilterPlugins reports whether any PostFilter plugin is configured.

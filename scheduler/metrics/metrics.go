@@ -43,6 +43,12 @@ const (
 	Permit                      = "Permit"
 	// Sign is the extension point of SignPlugins (pod signatures).
 	Sign = "Sign"
+	// The pod-group (workload) points.
+	PlacementGenerate                = "PlacementGenerate"
+	PlacementFeasible                = "PlacementFeasible"
+	PlacementScore                   = "PlacementScore"
+	PlacementScoreExtensionNormalize = "PlacementScoreExtensionNormalize"
+	PodGroupPostFilter               = "PodGroupPostFilter"
 )
 
 // Results of scheduler_batch_attempts_total, as upstream.

@@ -168,6 +168,14 @@ type frameworkImpl struct {
 	bindPlugins       []framework.BindPlugin
 	postBindPlugins   []framework.PostBindPlugin
 
+	// The pod-group points, built only with their gate on (WithWorkloadGates).
+	placementGeneratePlugins  []framework.PlacementGeneratePlugin
+	placementScorePlugins     []framework.PlacementScorePlugin
+	podGroupPostFilterPlugins []framework.PodGroupPostFilterPlugin
+	placementFeasiblePlugins  []framework.PlacementFeasiblePlugin
+	// placementScorePluginWeight is the weight of each placementScorePlugins.
+	placementScorePluginWeight map[string]int64
+
 	// scoreWeights[i] is the weight of scorePlugins[i]; a slice, not a map,
 	// because it is read once per (node, plugin).
 	scoreWeights      []int64
@@ -315,8 +323,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		}
 		seenMulti.Insert(p.Name)
 	}
-	needed := enabledNames(plugins)
-	for _, e := range extensionPoints {
+	points := activePoints(o.workloadGates, f.workloadAware)
+	needed := enabledNames(plugins, points)
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
 			if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
 				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: reason})
@@ -388,7 +397,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.fillEnqueueExtensions(p)
 	}
 
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		names, err := resolvePoint(e, plugins, f.pluginsMap)
 		if err != nil {
 			return nil, err
@@ -417,7 +426,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, p := range f.scorePlugins {
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
-	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
+	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind,
+		PlacementGenerate, PlacementFeasible, PlacementScore, PodGroupPostFilter} {
 		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 
@@ -433,7 +443,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for i, p := range f.scorePlugins {
 		scoreNames[i] = p.Name()
 	}
-	weights, err := scoreWeights(plugins, scoreNames)
+	weights, err := scoreWeights(Score, plugins.Score.Enabled, plugins.MultiPoint.Enabled, scoreNames)
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +451,10 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.scoreWeights = make([]int64, len(scoreNames))
 	for i, n := range scoreNames {
 		f.scoreWeights[i] = weights[n]
+	}
+
+	if err := f.buildPodGroupPoints(logger, plugins); err != nil {
+		return nil, err
 	}
 
 	f.permitMaxTimeouts = make([]time.Duration, len(f.permitPlugins))
@@ -595,6 +609,12 @@ func (f *frameworkImpl) ListPlugins() *configv1.Plugins {
 	list(&out.PreBind, names(f.preBindPlugins), false)
 	list(&out.Bind, names(f.bindPlugins), false)
 	list(&out.PostBind, names(f.postBindPlugins), false)
+	list(&out.PodGroupPostFilter, names(f.podGroupPostFilterPlugins), false)
+	list(&out.PlacementGenerate, names(f.placementGeneratePlugins), false)
+	for _, n := range names(f.placementScorePlugins) {
+		w := int32(f.placementScorePluginWeight[n])
+		out.PlacementScore.Enabled = append(out.PlacementScore.Enabled, configv1.Plugin{Name: n, Weight: &w})
+	}
 	return out
 }
 

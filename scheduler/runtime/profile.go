@@ -46,6 +46,9 @@ func mergePlugins(defaults, custom *configv1.Plugins) *configv1.Plugins {
 	for _, e := range extensionPoints {
 		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
 	}
+	for _, e := range podGroupPoints {
+		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
+	}
 	return defaults
 }
 
@@ -105,21 +108,45 @@ func implements[T any](p framework.Plugin) bool {
 
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
-// and only for pod groups.
+// and only for pod groups. In a workload-aware profile (see WorkloadAware)
+// the points whose gate is on are built as any other; elsewhere they are
+// inert (see checkPodGroupPoints).
 type podGroupPoint struct {
-	name string
-	set  func(*configv1.Plugins) configv1.PluginSet
+	extensionPoint
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
 	// implements the point with, besides the workload plugins (it also
-	// has DynamicResources at PodGroupPostFilter).
+	// has DynamicResources at PodGroupPostFilter): what an inert point
+	// accepts.
 	upstream sets.Set[string]
 }
 
 var podGroupPoints = []podGroupPoint{
-	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, TopologyAwareWorkloadSchedulingGate, sets.New[string]()},
-	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, TopologyAwareWorkloadSchedulingGate, sets.New("NodeResourcesFit")},
-	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, GenericWorkloadGate, sets.New("DefaultPreemption")},
+	{extensionPoint{PlacementGenerate, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementGenerate }, implements[framework.PlacementGeneratePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementGeneratePlugins = append(f.placementGeneratePlugins, p.(framework.PlacementGeneratePlugin))
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New[string]()},
+	{extensionPoint{PlacementScore, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementScore }, implements[framework.PlacementScorePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementScorePlugins = append(f.placementScorePlugins, p.(framework.PlacementScorePlugin))
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New("NodeResourcesFit")},
+	{extensionPoint{PodGroupPostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PodGroupPostFilter }, implements[framework.PodGroupPostFilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.podGroupPostFilterPlugins = append(f.podGroupPostFilterPlugins, p.(framework.PodGroupPostFilterPlugin))
+		}}, GenericWorkloadGate, sets.New("DefaultPreemption")},
+}
+
+// activePoints returns the extension points built for a profile: the
+// regular ones and, in a workload-aware profile, the pod-group points whose
+// gate is on.
+func activePoints(g WorkloadGates, workloadAware bool) []extensionPoint {
+	out := extensionPoints
+	for _, pt := range podGroupPoints {
+		if workloadAware && g.enabled(pt.gate) {
+			out = append(out[:len(out):len(out)], pt.extensionPoint)
+		}
+	}
+	return out
 }
 
 // checkPodGroupPoints checks the pod-group points of a profile. In a
@@ -242,13 +269,14 @@ var extensionPoints = []extensionPoint{
 		}},
 }
 
-// enabledNames returns every plugin name enabled anywhere in plugins.
-func enabledNames(plugins *configv1.Plugins) sets.Set[string] {
+// enabledNames returns every plugin name enabled in plugins' multiPoint
+// or at one of points.
+func enabledNames(plugins *configv1.Plugins, points []extensionPoint) sets.Set[string] {
 	out := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		out.Insert(p.Name)
 	}
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
 			out.Insert(p.Name)
 		}
@@ -326,32 +354,33 @@ func resolvePoint(e extensionPoint, plugins *configv1.Plugins, instances map[str
 // reach the overflow rule without millions of plugins.
 var maxTotalScore = framework.MaxTotalScore
 
-// scoreWeights returns the weight of each Score plugin that runs. A weight
-// set at the Score point wins over one set in multiPoint; unset means 1.
-// The sum of weight × MaxNodeScore must fit in int64.
-func scoreWeights(plugins *configv1.Plugins, scoreNames []string) (map[string]int64, error) {
+// scoreWeights returns the weight of each plugin that runs at a scoring
+// point (Score or PlacementScore). A weight set at the point wins over one
+// set in multiPoint; unset means 1. The sum of weight × MaxScore must fit
+// in int64.
+func scoreWeights(point string, pointEnabled, multiPointEnabled []configv1.Plugin, names []string) (map[string]int64, error) {
 	configured := map[string]*int32{}
-	for _, list := range [][]configv1.Plugin{plugins.Score.Enabled, plugins.MultiPoint.Enabled} {
+	for _, list := range [][]configv1.Plugin{pointEnabled, multiPointEnabled} {
 		for _, p := range list {
 			if _, ok := configured[p.Name]; !ok {
 				configured[p.Name] = p.Weight
 			}
 		}
 	}
-	weights := make(map[string]int64, len(scoreNames))
+	weights := make(map[string]int64, len(names))
 	var total int64
-	for _, name := range scoreNames {
+	for _, name := range names {
 		w := int64(1)
 		if p := configured[name]; p != nil && *p != 0 {
 			w = int64(*p)
 		}
 		if w < 0 {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
 		}
-		if w*framework.MaxNodeScore > maxTotalScore-total {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of Score plugins overflow int64", w)}
+		if w*framework.MaxScore > maxTotalScore-total {
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of %s plugins overflow int64", w, point)}
 		}
-		total += w * framework.MaxNodeScore
+		total += w * framework.MaxScore
 		weights[name] = w
 	}
 	return weights, nil
@@ -372,5 +401,5 @@ func EnabledPlugins(defaults, custom *configv1.Plugins) sets.Set[string] {
 	if defaults == nil {
 		defaults = &configv1.Plugins{}
 	}
-	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()))
+	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()), extensionPoints)
 }

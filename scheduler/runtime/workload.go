@@ -69,7 +69,7 @@ func workloadAware(merged *configv1.Plugins, g WorkloadGates) bool {
 	if !g.GenericWorkload {
 		return false
 	}
-	for name := range enabledNames(merged) {
+	for name := range enabledNames(merged, extensionPoints) {
 		if g.allows(name) {
 			return true
 		}

@@ -17,7 +17,7 @@ import (
 func TestWorkloadGates(t *testing.T) {
 	extra := map[string]framework.Plugin{
 		"S1":                         &scorePlugin{name: "S1"},
-		"GangScheduling":             &filterOnly{name: "GangScheduling"},
+		"GangScheduling":             &gangFilter{placementFeasiblePlugin{name: "GangScheduling"}},
 		"TopologyPlacementGenerator": &filterOnly{name: "TopologyPlacementGenerator"},
 		"PodGroupPodsCount":          &scorePlugin{name: "PodGroupPodsCount"},
 		"DeferredPodScheduling":      &filterOnly{name: "DeferredPodScheduling"},
