@@ -123,10 +123,11 @@ func (e *batchEnv) publish(profile *configv1.KubeSchedulerProfile) {
 func (e *batchEnv) schedule(pod *v1.Pod) string {
 	e.t.Helper()
 	e.s.queue.Add(e.s.logger, pod)
-	pi, err := e.s.queue.Pop(e.s.logger)
+	entity, err := e.s.queue.Pop(e.s.logger)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	pi := entity.(*framework.QueuedPodInfo)
 	defer e.s.queue.Done(pi.Pod.UID)
 	state := framework.NewCycleState()
 	podsToActivate := framework.NewPodsToActivate()

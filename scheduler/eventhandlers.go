@@ -230,7 +230,7 @@ func (s *Scheduler) updatePod(oldObj, newObj any) {
 		// The binding arrived: this confirms an assumed pod.
 		s.addAssignedPodToCache(newPod)
 		if s.responsibleForPod(oldPod) {
-			s.queue.Delete(oldPod)
+			s.queue.Delete(s.logger, oldPod)
 		}
 		// A placement, whoever made it: after the cache counts the pod,
 		// which the shadows' snapshots then take out again.
@@ -285,7 +285,7 @@ func (s *Scheduler) updatePodInSchedulingQueue(oldPod, newPod *v1.Pod) {
 
 func (s *Scheduler) deletePodFromSchedulingQueue(pod *v1.Pod) {
 	s.logger.V(3).Info("Delete event for unscheduled pod", "pod", klog.KObj(pod))
-	s.queue.Delete(pod)
+	s.queue.Delete(s.logger, pod)
 	if s.cache.IsAssumedPod(pod) {
 		s.handleAssumedPodDeletion(pod)
 	} else if pod.Status.NominatedNodeName != "" {

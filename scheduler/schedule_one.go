@@ -47,12 +47,17 @@ type ScheduleResult struct {
 // midway and the old one is closed only when no attempt uses it.
 func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
-	podInfo, err := s.queue.Pop(logger)
+	entity, err := s.queue.Pop(logger)
 	if err != nil {
 		if errors.Is(err, queue.ErrClosed) {
 			return false
 		}
 		logger.Error(err, "Taking the next pod from the queue")
+		return true
+	}
+	podInfo, ok := entity.(*framework.QueuedPodInfo)
+	if !ok {
+		s.requeueUntriedPodGroup(logger, entity.(*framework.QueuedPodGroupInfo))
 		return true
 	}
 	pod := podInfo.Pod
@@ -103,6 +108,28 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		s.queue.Done(assumedPodInfo.Pod.UID)
 	}()
 	return true
+}
+
+// requeueUntriedPodGroup hands a popped pod group back to the queue as an
+// error attempt. The queue pops groups only for workload-aware profiles,
+// which the scheduler does not configure until it has a pod-group
+// scheduling cycle; this keeps the group's pods queued should one be
+// popped regardless.
+func (s *Scheduler) requeueUntriedPodGroup(logger klog.Logger, pgInfo *framework.QueuedPodGroupInfo) {
+	err := fmt.Errorf("no pod-group scheduling cycle for pod group %s/%s", pgInfo.Namespace, pgInfo.Name)
+	logger.Error(err, "Requeueing the pod group untried", "podGroup", klog.KObj(pgInfo))
+	pgInfo.ForEachPodInfo(func(pInfo *framework.QueuedPodInfo) bool {
+		// An error, not a rejection: no plugin is waited for.
+		pInfo.UnschedulablePlugins = sets.New[string]()
+		pInfo.PendingPlugins = sets.New[string]()
+		if err := s.queue.AddUnschedulableIfNotPresent(logger, pInfo, s.queue.SchedulingCycle()); err != nil {
+			logger.Error(err, "Requeueing the pod", "pod", klog.KObj(pInfo.Pod))
+		}
+		return true
+	})
+	if err := s.queue.AddAttemptedPodGroupIfNeeded(logger, pgInfo, s.queue.SchedulingCycle(), framework.AsStatus(err)); err != nil {
+		logger.Error(err, "Requeueing the pod group", "podGroup", klog.KObj(pgInfo))
+	}
 }
 
 // skipPodSchedule reports whether pod must not be scheduled now: it is

@@ -463,7 +463,7 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	logger := s.logger.WithValues("profile", name)
 	defer s.unserved.refresh(name)
 	if fwk == nil {
-		s.queue.RemoveProfile(name)
+		s.queue.RemoveProfile(logger, name)
 		logger.V(2).Info("Profile removed from the scheduling queue")
 		return
 	}
