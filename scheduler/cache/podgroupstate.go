@@ -150,12 +150,14 @@ func (d *podGroupStateData) unscheduledPodsMap() map[string]*v1.Pod {
 }
 
 // podGroupState is the cache's live state of a pod group. The cache changes
-// it under its own lock for writing; readers that got it from
-// Cache.PodGroupStates (plugins, outside the cache's lock) are kept
-// consistent by lock.
+// it holding its own lock for writing and lock; readers that got it from
+// Cache.PodGroupStates, outside the cache's lock (plugins), read it
+// under lock.
 type podGroupState struct {
 	lock sync.RWMutex
 	podGroupStateData
+	// key is the group's key.
+	key framework.EntityKey
 	// elem is the state's place in the cache's generation-ordered list.
 	elem *list.Element
 }
@@ -173,7 +175,7 @@ func (pgs *podGroupState) change(generation int64, fn func(d *podGroupStateData)
 func (pgs *podGroupState) snapshot() *podGroupStateSnapshot {
 	pgs.lock.RLock()
 	defer pgs.lock.RUnlock()
-	return &podGroupStateSnapshot{podGroupStateData: pgs.podGroupStateData.clone()}
+	return &podGroupStateSnapshot{podGroupStateData: pgs.clone()}
 }
 
 func (pgs *podGroupState) empty() bool {
