@@ -58,6 +58,9 @@ type Scheduler struct {
 	podLister       listersv1.PodLister
 	podInformer     cache.SharedIndexInformer
 	nodeInformer    cache.SharedIndexInformer
+	// podGroupInformer watches scheduling.k8s.io/v1beta1 PodGroups, only
+	// with GenericWorkload on; nil otherwise.
+	podGroupInformer cache.SharedIndexInformer
 	// eventSources only feed the queue (and the plugins' listers): the
 	// storage informers and those passed in with WithEventSource.
 	eventSources []resourceInformer
@@ -83,6 +86,7 @@ type Scheduler struct {
 	parallelism              int
 	percentageOfNodesToScore *int32
 	disableBatching          bool
+	workloadGates            runtime.WorkloadGates
 	defaultPlugins           *configv1.Plugins
 	extenderPolicy           extender.Policy
 
@@ -151,6 +155,10 @@ type options struct {
 	shadowSampleRate              float64
 	shadowQueueLength             int
 	disableBatching               bool
+	// genericWorkload and topologyAwareWorkload are upstream's workload
+	// gates (WithWorkloadGates).
+	genericWorkload       bool
+	topologyAwareWorkload bool
 }
 
 // Option configures New.
@@ -303,6 +311,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
 		disableBatching:          o.disableBatching,
+		workloadGates:            runtime.WorkloadGates{GenericWorkload: o.genericWorkload, TopologyAwareWorkloadScheduling: o.topologyAwareWorkload},
 		defaultPlugins:           o.defaultPlugins,
 		extenderPolicy:           o.extenderPolicy,
 		metrics:                  o.metrics,
@@ -320,6 +329,9 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
 	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
+	if o.genericWorkload {
+		s.podGroupInformer = s.informerFactory.Scheduling().V1beta1().PodGroups().Informer()
+	}
 	draSources, draManager, err := newDRASources(ctx, client, s.informerFactory)
 	if err != nil {
 		return nil, err
@@ -335,7 +347,8 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		queue.WithMetrics(o.metrics),
 	)
 	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames, o.ownSchedulerNamePrefixes)
-	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod))
+	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod),
+		internalcache.WithPodGroups(o.genericWorkload))
 	s.status = newStatusUpdater(client, s.podLister)
 	s.podGroupStatus = newPodGroupStatusUpdater(client, s.cache.PodGroups())
 
@@ -422,6 +435,7 @@ func (s *Scheduler) FrameworkOptions(schedulerName string) []runtime.Option {
 		runtime.WithExtenderPolicy(s.extenderPolicy),
 		runtime.WithOpportunisticBatching(!s.disableBatching),
 		runtime.WithPodsInPreBind(s.podsInPreBind),
+		runtime.WithPodGroupManager(s.cache),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))
@@ -545,5 +559,7 @@ func (s *Scheduler) requeueExpiredPod(logger klog.Logger, pod *v1.Pod) {
 	if err != nil || current.UID != pod.UID || current.Spec.NodeName != "" {
 		return
 	}
+	// Unbound, it is an unscheduled member of its pod group again.
+	s.cache.AddPodGroupMember(current)
 	s.queue.Add(logger, current)
 }

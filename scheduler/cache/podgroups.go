@@ -134,7 +134,9 @@ func (c *Cache) forgetPodGroupMember(logger klog.Logger, pod *v1.Pod) {
 		return
 	}
 	if !c.changePodGroup(key, false, func(d *podGroupStateData) { d.forgetPod(pod.UID) }) {
-		logger.Error(nil, "Pod group state not found for forget, this indicates a missed add or assume event", "pod", klog.KObj(pod), "podGroup", key)
+		// Also the case of a pod deleted while it waited at Permit: it
+		// left its group when its deletion was seen.
+		logger.V(4).Info("Pod group state not found for forget", "pod", klog.KObj(pod), "podGroup", key)
 	}
 }
 

@@ -168,6 +168,11 @@ type Framework interface {
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,
 	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
 	NumFeasibleNodesToFind(numAllNodes int32) int32
+	// WorkloadAware reports whether the instance schedules pod groups:
+	// its profile enables a workload plugin whose feature gate is on. The
+	// pods of an instance that is not are scheduled one at a time,
+	// whatever their scheduling group.
+	WorkloadAware() bool
 
 	// SignPod returns pod's signature (see PodSignature), or nil when the
 	// instance does not batch or some plugin cannot sign the pod.

@@ -47,9 +47,8 @@ type frameworkOptions struct {
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
 	disableBatching                bool
+	workloadGates                  WorkloadGates
 	podGroupManager                framework.PodGroupManager
-	genericWorkload                bool
-	topologyAwareWorkload          bool
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -176,8 +175,6 @@ type frameworkImpl struct {
 	placementFeasiblePlugins  []framework.PlacementFeasiblePlugin
 	// placementScorePluginWeight is the weight of each placementScorePlugins.
 	placementScorePluginWeight map[string]int64
-	// genericWorkload is the GenericWorkload gate.
-	genericWorkload bool
 
 	// scoreWeights[i] is the weight of scorePlugins[i]; a slice, not a map,
 	// because it is read once per (node, plugin).
@@ -190,6 +187,9 @@ type frameworkImpl struct {
 	gangPlugin framework.GangPermitPlugin
 	// waitStarted are the Permit plugins told when a pod they hold waits.
 	waitStarted []framework.WaitStartedPermitPlugin
+	// workloadAware says whether the instance schedules pod groups (see
+	// WorkloadAware).
+	workloadAware bool
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -307,7 +307,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
 	}
 
-	if err := o.checkPodGroupPoints(profile.Plugins, r); err != nil {
+	f.workloadAware = workloadAware(plugins, o.workloadGates)
+	if err := checkPodGroupPoints(profile.Plugins, r, o.workloadGates, f.workloadAware); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -315,19 +316,19 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	// typo never costs a plugin start-up.
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
-		if _, ok := r[p.Name]; !ok {
-			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+		if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: reason})
 		} else if seenMulti.Has(p.Name) {
 			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"})
 		}
 		seenMulti.Insert(p.Name)
 	}
-	points := o.activePoints()
+	points := activePoints(o.workloadGates, f.workloadAware)
 	needed := enabledNames(plugins, points)
 	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
-			if _, ok := r[p.Name]; !ok {
-				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+			if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: reason})
 			}
 		}
 	}
@@ -452,7 +453,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.scoreWeights[i] = weights[n]
 	}
 
-	if err := f.buildPodGroupPoints(logger, &o, plugins); err != nil {
+	if err := f.buildPodGroupPoints(logger, plugins); err != nil {
 		return nil, err
 	}
 

@@ -14,22 +14,10 @@ import (
 // gangSchedulingPlugin is the plugin upstream runs, alone, at PlacementFeasible.
 const gangSchedulingPlugin = "GangScheduling"
 
-// WithWorkloadGates turns on upstream's workload feature gates for the
-// instance: GenericWorkload builds the PodGroupPostFilter point and
-// PlacementFeasible (GangScheduling), TopologyAwareWorkloadScheduling the
-// PlacementGenerate and PlacementScore points. With a gate off its points
-// are inert, as upstream's default gates leave them.
-func WithWorkloadGates(genericWorkload, topologyAwareWorkload bool) Option {
-	return func(o *frameworkOptions) {
-		o.genericWorkload = genericWorkload
-		o.topologyAwareWorkload = topologyAwareWorkload
-	}
-}
-
 // buildPodGroupPoints finishes the pod-group points once the plugins were
 // built and the points resolved: PlacementScore weights, PlacementFeasible
 // and the per-plugin observers of the points that are not profile sections.
-func (f *frameworkImpl) buildPodGroupPoints(logger klog.Logger, o *frameworkOptions, plugins *configv1.Plugins) error {
+func (f *frameworkImpl) buildPodGroupPoints(logger klog.Logger, plugins *configv1.Plugins) error {
 	names := make([]string, len(f.placementScorePlugins))
 	for i, p := range f.placementScorePlugins {
 		names[i] = p.Name()
@@ -40,8 +28,9 @@ func (f *frameworkImpl) buildPodGroupPoints(logger klog.Logger, o *frameworkOpti
 	}
 	f.placementScorePluginWeight = weights
 
-	// As upstream, GangScheduling is the only PlacementFeasible plugin.
-	if o.genericWorkload {
+	// As upstream with GenericWorkload on, GangScheduling is the only
+	// PlacementFeasible plugin.
+	if f.workloadAware {
 		if gs, ok := f.pluginsMap[gangSchedulingPlugin]; ok {
 			p, ok := gs.(framework.PlacementFeasiblePlugin)
 			if !ok {
@@ -49,15 +38,12 @@ func (f *frameworkImpl) buildPodGroupPoints(logger klog.Logger, o *frameworkOpti
 					Reason: "GenericWorkload is enabled, but GangScheduling plugin does not fulfill PlacementFeasiblePlugin interface"}
 			}
 			f.placementFeasiblePlugins = append(f.placementFeasiblePlugins, p)
-		} else if len(f.podGroupPostFilterPlugins)+len(f.placementGeneratePlugins)+len(f.placementScorePlugins) > 0 {
-			// Only a profile that took up pod-group scheduling is told:
-			// the gate is the operator's, not the profile's.
+		} else {
 			logger.Error(nil, "GenericWorkload is enabled, but GangScheduling plugin is not set. Gang scheduling using PodGroups may not work as expected.")
 		}
 	}
 	f.pluginObs[PlacementScoreExtensionNormalize] = observersFor(f.metrics, f.placementScorePlugins, PlacementScoreExtensionNormalize)
 	f.pluginObs[PlacementFeasible] = observersFor(f.metrics, f.placementFeasiblePlugins, PlacementFeasible)
-	f.genericWorkload = o.genericWorkload
 	return nil
 }
 
@@ -171,7 +157,9 @@ func (f *frameworkImpl) RunPlacementScorePlugins(ctx context.Context, state fram
 // RunPodGroupPostFilterPlugins runs PodGroupPostFilter plugins until one
 // succeeds or one says no later plugin can help (UnschedulableAndUnresolvable).
 func (f *frameworkImpl) RunPodGroupPostFilterPlugins(ctx context.Context, state *framework.CycleState, podGroupInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (_ *framework.PodGroupPostFilterResult, status *framework.Status) {
-	if !f.genericWorkload {
+	if !f.workloadAware {
+		// Upstream's answer with GenericWorkload off; here also that of a
+		// profile that did not take up pod-group scheduling.
 		return nil, framework.NewStatus(framework.Unschedulable, "generic workload feature is disabled, cannot perform PodGroupPostFilter")
 	}
 	defer f.observePoint(PodGroupPostFilter, time.Now(), &status)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
@@ -85,6 +86,23 @@ var statusByMessage = cmp.Comparer(func(a, b *framework.Status) bool {
 	return a.Code() == b.Code() && a.Plugin() == b.Plugin() && a.Message() == b.Message()
 })
 
+// gang stands for GangScheduling: naming it makes a profile workload-aware.
+func gang() *placementFeasiblePlugin { return &placementFeasiblePlugin{name: "GangScheduling"} }
+
+var (
+	noGates      = WorkloadGates{}
+	genericGate  = WorkloadGates{GenericWorkload: true}
+	bothGates    = WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}
+	withGangOnly = configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}}}
+)
+
+// gangFilter stands for GangScheduling where a test also runs it at Filter.
+type gangFilter struct{ placementFeasiblePlugin }
+
+func (g *gangFilter) Filter(context.Context, *framework.CycleState, *v1.Pod, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
 // plainPlugin implements no extension point.
 type plainPlugin struct{ name string }
 
@@ -96,71 +114,80 @@ func TestNewFrameworkPodGroupPoints(t *testing.T) {
 		"Generate":          &placementGeneratePlugin{name: "Generate"},
 		"PScore":            &placementScorePlugin{name: "PScore"},
 		"Only":              &filterOnly{name: "Only"},
+		"GangScheduling":    gang(),
+	}
+	base := &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder")}
+	with := func(p configv1.Plugins) *configv1.Plugins {
+		p.QueueSort, p.Bind = base.QueueSort, base.Bind
+		return &p
 	}
 	tests := []struct {
-		name                  string
-		plugins               *configv1.Plugins
-		genericWorkload       bool
-		topologyAwareWorkload bool
-		want                  *configv1.Plugins
-		wantErr               *ConfigError
+		name    string
+		plugins *configv1.Plugins
+		gates   WorkloadGates
+		want    *configv1.Plugins
+		wantErr *ConfigError
 	}{
 		{
 			name:    "gates off: an upstream plugin at podGroupPostFilter is inert",
 			plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")},
-			want:    &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder")},
+			want:    base,
 		},
 		{
-			name:            "GenericWorkload builds podGroupPostFilter",
-			plugins:         &configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")},
-			genericWorkload: true,
-			want:            &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), PodGroupPostFilter: enabled("DefaultPreemption")},
+			name:    "gates on, but a profile without a workload plugin leaves the points inert",
+			plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")},
+			gates:   bothGates,
+			want:    base,
 		},
 		{
-			name:            "GenericWorkload alone leaves the placement points inert",
-			plugins:         &configv1.Plugins{MultiPoint: enabled("Generate", "PScore", "DefaultPreemption")},
-			genericWorkload: true,
-			want:            &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), PodGroupPostFilter: enabled("DefaultPreemption")},
+			name:    "GenericWorkload builds podGroupPostFilter in a workload-aware profile",
+			plugins: &configv1.Plugins{MultiPoint: withGangOnly, PodGroupPostFilter: enabled("DefaultPreemption")},
+			gates:   genericGate,
+			want:    with(configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")}),
 		},
 		{
-			name:                  "both gates expand multiPoint into every pod-group point, with weights",
-			plugins:               &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "Generate"}, weighted("PScore", 3), {Name: "DefaultPreemption"}}}},
-			genericWorkload:       true,
-			topologyAwareWorkload: true,
-			want: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"),
-				PlacementGenerate: enabled("Generate"), PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 3)}},
-				PodGroupPostFilter: enabled("DefaultPreemption")},
+			name:    "GenericWorkload alone leaves the placement points inert",
+			plugins: &configv1.Plugins{MultiPoint: enabled("GangScheduling", "Generate", "PScore", "DefaultPreemption")},
+			gates:   genericGate,
+			want:    with(configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")}),
 		},
 		{
-			name:                  "a weight at placementScore wins over multiPoint's",
-			plugins:               &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 3)}}, PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 5)}}},
-			topologyAwareWorkload: true,
-			want: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"),
+			name:    "both gates expand multiPoint into every pod-group point, with weights",
+			plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}, {Name: "Generate"}, weighted("PScore", 3), {Name: "DefaultPreemption"}}}},
+			gates:   bothGates,
+			want: with(configv1.Plugins{PlacementGenerate: enabled("Generate"), PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 3)}},
+				PodGroupPostFilter: enabled("DefaultPreemption")}),
+		},
+		{
+			name: "a weight at placementScore wins over multiPoint's",
+			plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}, weighted("PScore", 3)}},
 				PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 5)}}},
+			gates: bothGates,
+			want:  with(configv1.Plugins{PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", 5)}}}),
 		},
 		{
-			name:            "gate on: a plugin that does not implement the point is refused as at any point",
-			plugins:         &configv1.Plugins{PodGroupPostFilter: enabled("Only")},
-			genericWorkload: true,
-			wantErr:         &ConfigError{ExtensionPoint: PodGroupPostFilter, Plugin: "Only", Reason: "the plugin does not implement PodGroupPostFilter"},
+			name:    "gate on: a plugin that does not implement the point is refused as at any point",
+			plugins: &configv1.Plugins{MultiPoint: withGangOnly, PodGroupPostFilter: enabled("Only")},
+			gates:   genericGate,
+			wantErr: &ConfigError{ExtensionPoint: PodGroupPostFilter, Plugin: "Only", Reason: "the plugin does not implement PodGroupPostFilter"},
 		},
 		{
-			name:            "gate off: the refusal names the gate",
-			plugins:         &configv1.Plugins{PlacementScore: enabled("Only")},
-			genericWorkload: true,
+			name:    "gate off: the refusal names the gate",
+			plugins: &configv1.Plugins{MultiPoint: withGangOnly, PlacementScore: enabled("Only")},
+			gates:   genericGate,
 			wantErr: &ConfigError{ExtensionPoint: PlacementScore, Plugin: "Only",
 				Reason: "the plugin does not implement PlacementScore; that point only runs for pod groups, with the TopologyAwareWorkloadScheduling feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here"},
 		},
 		{
-			name:                  "a placementScore weight that overflows",
-			plugins:               &configv1.Plugins{PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", -1)}}},
-			topologyAwareWorkload: true,
-			wantErr:               &ConfigError{ExtensionPoint: PlacementScore, Plugin: "PScore", Reason: "weight -1 is negative"},
+			name:    "a negative placementScore weight",
+			plugins: &configv1.Plugins{MultiPoint: withGangOnly, PlacementScore: configv1.PluginSet{Enabled: []configv1.Plugin{weighted("PScore", -1)}}},
+			gates:   bothGates,
+			wantErr: &ConfigError{ExtensionPoint: PlacementScore, Plugin: "PScore", Reason: "weight -1 is negative"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fw, err := newTestFramework(t.Context(), baseRegistry(extra), tt.plugins, WithWorkloadGates(tt.genericWorkload, tt.topologyAwareWorkload))
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), tt.plugins, WithWorkloadGates(tt.gates))
 			if tt.wantErr != nil {
 				var got *ConfigError
 				if !errors.As(err, &got) {
@@ -183,38 +210,41 @@ func TestNewFrameworkPodGroupPoints(t *testing.T) {
 }
 
 func TestNewFrameworkPlacementFeasible(t *testing.T) {
+	refusedInert := &ConfigError{ExtensionPoint: MultiPoint, Plugin: "GangScheduling",
+		Reason: "kube-scheduler 1.37.2 uses this plugin only with the GenericWorkload feature gate, off by default; profile-scheduler refuses it rather than load it inert"}
 	tests := []struct {
 		name                   string
-		genericWorkload        bool
+		gates                  WorkloadGates
 		gang                   framework.Plugin
 		wantErr                *ConfigError
-		wantPlacementFeasible  bool
 		wantPlacementFeasibles int
 	}{
 		{
-			name:            "GenericWorkload enabled, GangScheduling does not fulfill PlacementFeasiblePlugin interface",
-			genericWorkload: true,
-			gang:            &plainPlugin{name: "GangScheduling"},
+			name:  "GenericWorkload enabled, GangScheduling does not fulfill PlacementFeasiblePlugin interface",
+			gates: genericGate,
+			gang:  &plainPlugin{name: "GangScheduling"},
 			wantErr: &ConfigError{ExtensionPoint: PlacementFeasible, Plugin: "GangScheduling",
 				Reason: "GenericWorkload is enabled, but GangScheduling plugin does not fulfill PlacementFeasiblePlugin interface"},
 		},
 		{
-			name: "GenericWorkload disabled, GangScheduling does not fulfill PlacementFeasiblePlugin interface",
-			gang: &plainPlugin{name: "GangScheduling"},
+			name:    "GenericWorkload disabled, GangScheduling does not fulfill PlacementFeasiblePlugin interface",
+			gang:    &plainPlugin{name: "GangScheduling"},
+			wantErr: refusedInert,
 		},
 		{
-			name:            "GenericWorkload enabled, GangScheduling plugin not present",
-			genericWorkload: true,
+			name:  "GenericWorkload enabled, GangScheduling plugin not present",
+			gates: genericGate,
 		},
 		{
 			name:                   "GenericWorkload enabled, GangScheduling fulfills PlacementFeasiblePlugin interface",
-			genericWorkload:        true,
-			gang:                   &placementFeasiblePlugin{name: "GangScheduling"},
+			gates:                  genericGate,
+			gang:                   gang(),
 			wantPlacementFeasibles: 1,
 		},
 		{
-			name: "GenericWorkload disabled, GangScheduling fulfills PlacementFeasiblePlugin interface",
-			gang: &placementFeasiblePlugin{name: "GangScheduling"},
+			name:    "GenericWorkload disabled, GangScheduling fulfills PlacementFeasiblePlugin interface",
+			gang:    gang(),
+			wantErr: refusedInert,
 		},
 	}
 	for _, tt := range tests {
@@ -223,9 +253,9 @@ func TestNewFrameworkPlacementFeasible(t *testing.T) {
 			plugins := &configv1.Plugins{}
 			if tt.gang != nil {
 				extra["GangScheduling"] = tt.gang
-				plugins.MultiPoint = enabled("GangScheduling")
+				plugins.MultiPoint = withGangOnly
 			}
-			fw, err := newTestFramework(t.Context(), baseRegistry(extra), plugins, WithWorkloadGates(tt.genericWorkload, false))
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), plugins, WithWorkloadGates(tt.gates))
 			if tt.wantErr != nil {
 				var got *ConfigError
 				if !errors.As(err, &got) {
@@ -328,8 +358,13 @@ func TestRunPodGroupPostFilterPlugins(t *testing.T) {
 				extra[p.name] = p
 				names = append(names, p.name)
 			}
-			fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{PodGroupPostFilter: enabled(names...)},
-				WithWorkloadGates(tt.genericWorkload, false))
+			plugins := &configv1.Plugins{PodGroupPostFilter: enabled(names...)}
+			gates := noGates
+			if tt.genericWorkload {
+				extra["GangScheduling"] = gang()
+				plugins.MultiPoint, gates = withGangOnly, genericGate
+			}
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), plugins, WithWorkloadGates(gates))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -406,7 +441,7 @@ func TestRunPlacementFeasiblePlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithWorkloadGates(true, false))
+			fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -467,13 +502,13 @@ func TestRunPlacementGeneratePlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			extra := map[string]framework.Plugin{}
+			extra := map[string]framework.Plugin{"GangScheduling": gang()}
 			var names []string
 			for _, p := range tt.plugins {
 				extra[p.name] = p
 				names = append(names, p.name)
 			}
-			fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{PlacementGenerate: enabled(names...)}, WithWorkloadGates(true, true))
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{MultiPoint: withGangOnly, PlacementGenerate: enabled(names...)}, WithWorkloadGates(bothGates))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -572,13 +607,13 @@ func TestRunPlacementScorePlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			extra := map[string]framework.Plugin{}
+			extra := map[string]framework.Plugin{"GangScheduling": gang()}
 			var set configv1.PluginSet
 			for i, p := range tt.plugins {
 				extra[p.name] = p
 				set.Enabled = append(set.Enabled, weighted(p.name, tt.weights[i]))
 			}
-			fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{PlacementScore: set}, WithWorkloadGates(true, true))
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), &configv1.Plugins{MultiPoint: withGangOnly, PlacementScore: set}, WithWorkloadGates(bothGates))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -603,7 +638,7 @@ func TestRunPlacementScorePlugins(t *testing.T) {
 }
 
 func TestRunPlacementScorePluginsNeedsOneStatePerPlacement(t *testing.T) {
-	fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil, WithWorkloadGates(true, true))
+	fw, err := newTestFramework(t.Context(), baseRegistry(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

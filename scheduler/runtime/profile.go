@@ -106,25 +106,18 @@ func implements[T any](p framework.Plugin) bool {
 	return ok
 }
 
-// Feature gates of upstream's pod-group (workload) scheduling, by
-// upstream's names.
-const (
-	GenericWorkload                 = "GenericWorkload"
-	TopologyAwareWorkloadScheduling = "TopologyAwareWorkloadScheduling"
-)
-
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
-// and only for pod groups. With its gate on (WithWorkloadGates) the point is
-// built as any other; with it off, pods are scheduled one at a time and the
-// point is inert (see checkPodGroupPoints).
+// and only for pod groups. In a workload-aware profile (see WorkloadAware)
+// the points whose gate is on are built as any other; elsewhere they are
+// inert (see checkPodGroupPoints).
 type podGroupPoint struct {
 	extensionPoint
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
-	// implements the point with (it also has DynamicResources at
-	// PodGroupPostFilter and PodGroupPodsCount and TopologyPlacementGenerator
-	// at the placement points): what an inert point accepts.
+	// implements the point with, besides the workload plugins (it also
+	// has DynamicResources at PodGroupPostFilter): what an inert point
+	// accepts.
 	upstream sets.Set[string]
 }
 
@@ -132,64 +125,62 @@ var podGroupPoints = []podGroupPoint{
 	{extensionPoint{PlacementGenerate, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementGenerate }, implements[framework.PlacementGeneratePlugin],
 		func(f *frameworkImpl, p framework.Plugin) {
 			f.placementGeneratePlugins = append(f.placementGeneratePlugins, p.(framework.PlacementGeneratePlugin))
-		}}, TopologyAwareWorkloadScheduling, sets.New[string]()},
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New[string]()},
 	{extensionPoint{PlacementScore, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementScore }, implements[framework.PlacementScorePlugin],
 		func(f *frameworkImpl, p framework.Plugin) {
 			f.placementScorePlugins = append(f.placementScorePlugins, p.(framework.PlacementScorePlugin))
-		}}, TopologyAwareWorkloadScheduling, sets.New("NodeResourcesFit")},
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New("NodeResourcesFit")},
 	{extensionPoint{PodGroupPostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PodGroupPostFilter }, implements[framework.PodGroupPostFilterPlugin],
 		func(f *frameworkImpl, p framework.Plugin) {
 			f.podGroupPostFilterPlugins = append(f.podGroupPostFilterPlugins, p.(framework.PodGroupPostFilterPlugin))
-		}}, GenericWorkload, sets.New("DefaultPreemption")},
-}
-
-// gateOn reports whether gate is one of the workload gates turned on.
-func (o *frameworkOptions) gateOn(gate string) bool {
-	switch gate {
-	case GenericWorkload:
-		return o.genericWorkload
-	case TopologyAwareWorkloadScheduling:
-		return o.topologyAwareWorkload
-	}
-	return false
+		}}, GenericWorkloadGate, sets.New("DefaultPreemption")},
 }
 
 // activePoints returns the extension points built for a profile: the
-// regular ones, then the pod-group points whose gate is on.
-func (o *frameworkOptions) activePoints() []extensionPoint {
+// regular ones and, in a workload-aware profile, the pod-group points whose
+// gate is on.
+func activePoints(g WorkloadGates, workloadAware bool) []extensionPoint {
 	out := extensionPoints
 	for _, pt := range podGroupPoints {
-		if o.gateOn(pt.gate) {
+		if workloadAware && g.enabled(pt.gate) {
 			out = append(out[:len(out):len(out)], pt.extensionPoint)
 		}
 	}
 	return out
 }
 
-// checkPodGroupPoints accepts at a pod-group point whose gate is off what
+// checkPodGroupPoints checks the pod-group points of a profile. In a
+// workload-aware profile, a point whose gate is on is left to building,
+// which resolves it as any other point. Elsewhere it accepts what
 // upstream 1.37.2 accepts there with its default gates, where it is inert:
 // a plugin that implements the point. A pasted 1.37 profile, such as the
-// expanded default one listing DefaultPreemption under podGroupPostFilter,
-// thus loads unchanged and behaves as upstream. Any other plugin, which
-// upstream refuses as not extending the point, is refused naming the gate
-// the point needs. Points whose gate is on are checked as any other.
-func (o *frameworkOptions) checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
+// expanded default one listing DefaultPreemption under
+// podGroupPostFilter, thus loads unchanged and behaves as upstream. Any
+// other plugin, which upstream refuses as not extending the point, is
+// refused naming what the point needs.
+func checkPodGroupPoints(p *configv1.Plugins, r Registry, g WorkloadGates, workloadAware bool) error {
 	if p == nil {
 		return nil
 	}
 	for _, pt := range podGroupPoints {
-		if o.gateOn(pt.gate) {
+		if workloadAware && g.enabled(pt.gate) {
 			continue
 		}
 		for _, pl := range pt.set(p).Enabled {
-			if _, ok := r[pl.Name]; !ok {
-				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
+			if reason, ok := unavailableReason(r, pl.Name, g); ok {
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: reason}
 			}
-			if !pt.upstream.Has(pl.Name) {
+			if pt.upstream.Has(pl.Name) {
+				continue
+			}
+			if g.enabled(pt.gate) {
 				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
-					"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
-					pt.name, pt.gate)}
+					"the plugin does not implement %s; that point only runs for pod groups, in a profile that enables GangScheduling, TopologyPlacementGenerator or PodGroupPodsCount, and this one schedules pods one at a time",
+					pt.name)}
 			}
+			return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
+				"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
+				pt.name, pt.gate)}
 		}
 	}
 	return nil
@@ -198,26 +189,31 @@ func (o *frameworkOptions) checkPodGroupPoints(p *configv1.Plugins, r Registry) 
 // offByDefaultGate is, for one of upstream 1.37.2's plugins that its
 // default profile adds only with a feature gate off by default, that gate.
 // Upstream registers them whatever the gates, so a profile may name them,
-// but they do nothing useful with the gate off; none is built here.
+// but they do nothing useful with the gate off. A profile may use them
+// only with the gate on (WithWorkloadGates), DeferredPodScheduling never.
 func offByDefaultGate(name string) (string, bool) {
 	switch name {
 	case "GangScheduling":
-		return "GenericWorkload", true
+		return GenericWorkloadGate, true
 	case "DeferredPodScheduling":
 		return "InPlacePodVerticalScalingSchedulerPreemption", true
 	case "TopologyPlacementGenerator", "PodGroupPodsCount":
-		return "TopologyAwareWorkloadScheduling", true
+		return TopologyAwareWorkloadSchedulingGate, true
 	}
 	return "", false
 }
 
-// unregisteredReason says why a plugin name does not resolve: for an
-// upstream plugin only used with a gate off by default, the gate.
-func unregisteredReason(name string) string {
-	if gate, ok := offByDefaultGate(name); ok {
-		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
+// unavailableReason says why a plugin name does not resolve, if it does
+// not: for an upstream plugin only used with a gate that is off, the
+// gate, whether or not a plugin of that name is registered.
+func unavailableReason(r Registry, name string, g WorkloadGates) (string, bool) {
+	if gate, ok := offByDefaultGate(name); ok && !g.enabled(gate) {
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate), true
 	}
-	return "no such plugin is registered"
+	if _, ok := r[name]; !ok {
+		return "no such plugin is registered", true
+	}
+	return "", false
 }
 
 // extensionPoints lists the points in upstream's order (the order of
