@@ -330,6 +330,12 @@ const (
 	// ReasonSpecTooLarge: the spec is larger than the operator accepts, so
 	// that its status and its stored copy always fit the API server's limits.
 	ReasonSpecTooLarge = "SpecTooLarge"
+	// ReasonWorkloadAPINotServed: the profile is workload-aware (it enables
+	// a workload plugin, with the operator's gate), and the cluster's API
+	// server does not serve scheduling.k8s.io/v1beta1 Workloads and
+	// PodGroups; the message names the kube-apiserver flags that serve
+	// them. The profile is built once the API server serves them.
+	ReasonWorkloadAPINotServed = "WorkloadAPINotServed"
 	// ReasonSchedulerNameConflict: an older profile claims the same schedulerName.
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
 	// ReasonReservedSchedulerName: the schedulerName is reserved for another scheduler.

@@ -382,7 +382,9 @@ func newManager(ctx context.Context, base *rest.Config, webhookServer webhook.Se
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    o.retention,
-		Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
+		// The local API server serves the workload API
+		// (localcluster.WorkloadAPIServerArgs): profiles may use it.
+		Scheduler: []scheduler.Option{scheduler.WithExtenderPolicy(policy), scheduler.WithWorkloadGates(true, true)},
 		// The registry the manager serves on /metrics.
 		MetricsRegisterer: ctrlmetrics.Registry,
 		AdmissionWebhook:  true,
