@@ -75,8 +75,10 @@ type Scheduler struct {
 	queue       *queue.PriorityQueue
 	broadcaster events.EventBroadcaster
 	status      *statusUpdater
-	metrics     *metrics.Metrics
-	unserved    *unservedPods
+	// podGroupStatus writes the PodGroups' scheduling condition.
+	podGroupStatus *podGroupStatusUpdater
+	metrics        *metrics.Metrics
+	unserved       *unservedPods
 	// podsInPreBind is shared by every instance, so that preemption finds
 	// a victim in PreBind whichever instance runs its binding cycle.
 	podsInPreBind *runtime.PodsInPreBind
@@ -348,6 +350,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod),
 		internalcache.WithPodGroups(o.genericWorkload))
 	s.status = newStatusUpdater(client, s.podLister)
+	s.podGroupStatus = newPodGroupStatusUpdater(client, s.cache.PodGroups())
 
 	if err := s.addEventHandlers(); err != nil {
 		return nil, err
@@ -534,11 +537,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.unserved.start()
 
 	var background sync.WaitGroup
-	background.Add(4)
+	background.Add(5)
 	go func() { defer background.Done(); s.warnUnserved(ctx, s.unservedWarningDelay) }()
 	go func() { defer background.Done(); s.cache.Run(ctx) }()
 	go func() { defer background.Done(); s.queue.Run(ctx) }()
 	go func() { defer background.Done(); s.status.run(ctx) }()
+	go func() { defer background.Done(); s.podGroupStatus.run(ctx) }()
 	logger.Info("Starting the scheduling loop", "profiles", s.profiles.Names())
 	for s.scheduleOne(ctx) {
 	}

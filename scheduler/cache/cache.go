@@ -188,6 +188,9 @@ func (c *Cache) removeNodeInfoFromList(logger klog.Logger, name string) {
 func (c *Cache) UpdateSnapshot(logger klog.Logger, s *Snapshot) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	// A pod-group cycle reverts what it assumed in s; should it not have,
+	// the nodes it changed would never be copied again.
+	s.forgetAllAssumedPods(logger)
 
 	// The node list must be rebuilt when a node was added or removed.
 	updateAllLists := false

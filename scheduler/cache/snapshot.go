@@ -41,6 +41,8 @@ type Snapshot struct {
 	// copied is how many NodeInfos the last UpdateSnapshot copied; it lets
 	// tests check that an update costs the changed nodes only.
 	copied int
+	// assumptions are a pod-group cycle's changes (see AssumePod).
+	assumptions snapshotAssumptions
 }
 
 var (
