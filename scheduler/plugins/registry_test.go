@@ -418,6 +418,49 @@ plugins:
 	}
 }
 
+// TestWorkloadPlugins builds what upstream 1.37.2's default profile adds
+// with its workload gates (and InPlacePodVerticalScalingSchedulerPreemption)
+// on: the plugins construct from the in-tree registry and run at
+// upstream's points, with upstream's weight.
+func TestWorkloadPlugins(t *testing.T) {
+	profile := st.MultiPointProfile(
+		st.Plugin("DeferredPodScheduling", 0),
+		st.Plugin("GangScheduling", 0),
+		st.Plugin("TopologyPlacementGenerator", 0),
+		st.Plugin("PodGroupPodsCount", 1),
+	)
+	podGroups := st.NewPodGroups(nil, nil)
+	fwk := newDefaultFramework(t, profile, st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
+		runtime.WithWorkloadGates(true, true), runtime.WithPodGroupManager(podGroups))
+	got := fwk.ListPlugins()
+	want := map[string][]string{
+		"PreEnqueue":        {"SchedulingGates", "DynamicResources", "DefaultPreemption", "GangScheduling"},
+		"PreFilter":         {"UnsupportedFeatures", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures", "DeferredPodScheduling"},
+		"Permit":            {"DeferredPodScheduling", "GangScheduling"},
+		"PlacementGenerate": {"TopologyPlacementGenerator"},
+		"PlacementScore":    {"PodGroupPodsCount(1)"},
+	}
+	gotPoints := map[string][]string{
+		"PreEnqueue":        names(got.PreEnqueue),
+		"PreFilter":         names(got.PreFilter),
+		"Permit":            names(got.Permit),
+		"PlacementGenerate": names(got.PlacementGenerate),
+		"PlacementScore":    names(got.PlacementScore),
+	}
+	if diff := cmp.Diff(want, gotPoints); diff != "" {
+		t.Errorf("plugins (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(names(got.Filter), "DeferredPodScheduling") {
+		t.Errorf("DeferredPodScheduling is not a Filter plugin: %v", names(got.Filter))
+	}
+	// InPlacePodVerticalScalingSchedulerPreemption is off, as upstream's
+	// default: a bound pod whose resize was deferred is not rejected.
+	deferred := st.MakePod().Name("p").Node("n").Condition(v1.PodResizePending, v1.ConditionTrue, v1.PodReasonDeferred).Obj()
+	if s := fwk.RunPermitPlugins(t.Context(), framework.NewCycleState(), deferred, "n"); !s.IsSuccess() {
+		t.Errorf("Permit of a deferred resize: %v, want success", s)
+	}
+}
+
 func TestPastedProfileWithInvalidArgs(t *testing.T) {
 	const profile = `
 schedulerName: typo
