@@ -20,6 +20,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
@@ -138,6 +139,8 @@ type envConfig struct {
 	parallelism int
 	// extenders are the profile's HTTP extenders.
 	extenders []configv1.Extender
+	// features are the plugin's.
+	features feature.Features
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -178,7 +181,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		return waitPermit{}, nil
 	}, runtime.ArgsSpec{})
 	register(Name, func(ctx context.Context, obj k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
-		p, err := New(ctx, obj, h)
+		p, err := New(ctx, obj, h, cfg.features)
 		if err == nil {
 			e.pl = p.(*defaultPreemption)
 			// Start the dry run at the first node so tests are repeatable.
