@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -141,6 +142,9 @@ type envConfig struct {
 	extenders []configv1.Extender
 	// features are the plugin's.
 	features feature.Features
+	// podGroups are the PodGroups the snapshot and the PodGroupManager
+	// hold, with the pods naming them as members.
+	podGroups []*schedulingv1beta1.PodGroup
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -162,7 +166,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		cs:        cs,
 		factory:   factory,
 		recorder:  events.NewFakeRecorder(100),
-		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes),
+		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes).WithPodGroups(st.NewPodGroups(cfg.podGroups, cfg.pods)),
 		nominator: &nominator{},
 		activator: &activator{},
 	}
@@ -210,7 +214,8 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		runtime.WithPodActivator(e.activator),
 		runtime.WithParallelism(cfg.parallelism),
 		runtime.WithExtenders(cfg.extenders),
-		runtime.WithExtenderPolicy(extenderPolicy))
+		runtime.WithExtenderPolicy(extenderPolicy),
+		runtime.WithPodGroupManager(st.NewPodGroups(cfg.podGroups, cfg.pods)))
 	tb.Cleanup(e.pl.inFlight.Wait)
 	return e
 }
