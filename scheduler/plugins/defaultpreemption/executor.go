@@ -88,8 +88,12 @@ func (p podGroupPreemptor) kind() string    { return string(framework.PodGroupKe
 func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor executorPreemptor) {
 	logger := klog.FromContext(pl.bgCtx)
 	// Every chosen victim counts, also when none needs an API call
-	// (upstream 1.37; 1.36 observed only preemptions that sent one).
-	pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
+	// (upstream 1.37; 1.36 observed only preemptions that sent one). A
+	// pod group's go to upstream's scheduler_workload_preemption_victims,
+	// not built yet.
+	if preemptor.kind() == preemptorPod {
+		pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
+	}
 	if c.numPDBViolations > 0 {
 		pl.fh.Metrics().PreemptionPDBViolations.WithLabelValues(preemptor.kind()).Add(float64(c.numPDBViolations))
 	}
