@@ -102,7 +102,7 @@ var inTree = []plugin{
 	{name: podtopologyspread.Name, factory: podtopologyspread.New, args: validate(podtopologyspread.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: interpodaffinity.Name, factory: interpodaffinity.New, args: validate(interpodaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: dynamicresources.Name, factory: dynamicresources.New, args: validate(dynamicresources.ValidateArgs), def: upstreamDefault, weight: 2},
-	{name: defaultpreemption.Name, factory: defaultpreemption.New, args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
+	{name: defaultpreemption.Name, factory: withFeatures(defaultpreemption.New), args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},

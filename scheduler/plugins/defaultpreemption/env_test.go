@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,6 +21,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
@@ -138,6 +140,11 @@ type envConfig struct {
 	parallelism int
 	// extenders are the profile's HTTP extenders.
 	extenders []configv1.Extender
+	// features are the plugin's.
+	features feature.Features
+	// podGroups are the PodGroups the snapshot and the PodGroupManager
+	// hold, with the pods naming them as members.
+	podGroups []*schedulingv1beta1.PodGroup
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -159,7 +166,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		cs:        cs,
 		factory:   factory,
 		recorder:  events.NewFakeRecorder(100),
-		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes),
+		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes).WithPodGroups(st.NewPodGroups(cfg.podGroups, cfg.pods)),
 		nominator: &nominator{},
 		activator: &activator{},
 	}
@@ -178,7 +185,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		return waitPermit{}, nil
 	}, runtime.ArgsSpec{})
 	register(Name, func(ctx context.Context, obj k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
-		p, err := New(ctx, obj, h)
+		p, err := New(ctx, obj, h, cfg.features)
 		if err == nil {
 			e.pl = p.(*defaultPreemption)
 			// Start the dry run at the first node so tests are repeatable.
@@ -207,7 +214,8 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		runtime.WithPodActivator(e.activator),
 		runtime.WithParallelism(cfg.parallelism),
 		runtime.WithExtenders(cfg.extenders),
-		runtime.WithExtenderPolicy(extenderPolicy))
+		runtime.WithExtenderPolicy(extenderPolicy),
+		runtime.WithPodGroupManager(st.NewPodGroups(cfg.podGroups, cfg.pods)))
 	tb.Cleanup(e.pl.inFlight.Wait)
 	return e
 }

@@ -12,6 +12,11 @@ import "k8s.io/dynamic-resource-allocation/structured"
 // field names (plugins/feature.Features). The zero value is kube-scheduler
 // 1.37.2's defaults: each of these gates is off by default there.
 type Features struct {
+	// EnableGenericWorkload follows GenericWorkload (beta), and is on only
+	// for a profile that opted in to workload-aware scheduling: pods of
+	// a PodGroup are preempted as upstream's workload-aware preemption
+	// does, and DefaultPreemption preempts for pod groups.
+	EnableGenericWorkload bool
 	// EnableInPlacePodVerticalScalingSchedulerPreemption follows the gate
 	// of that name (alpha, needs InPlacePodVerticalScaling): bound pods
 	// whose resize the kubelet deferred go through the scheduler.
