@@ -292,6 +292,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if p := profile.PercentageOfNodesToScore; p != nil && (*p < 0 || *p > 100) {
 		errs = append(errs, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)})
 	}
+	f.workloadAware = workloadAware(plugins, o.workloadGates)
 	exts, err := extender.New(o.extenders, o.extenderPolicy, o.extenderObserver)
 	if err != nil {
 		errs = append(errs, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()})
@@ -304,10 +305,9 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		// Extenders register no events: a pod some extender rejected
 		// nodes for (its UnschedulablePlugins has extender.Name) is
 		// requeued by any cluster event, as upstream.
-		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
+		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name, workloadAware: f.workloadAware})
 	}
 
-	f.workloadAware = workloadAware(plugins, o.workloadGates)
 	if err := checkPodGroupPoints(profile.Plugins, r, o.workloadGates, f.workloadAware); err != nil {
 		errs = append(errs, err)
 	}
@@ -508,17 +508,27 @@ func (f *frameworkImpl) fillEnqueueExtensions(p framework.Plugin) {
 		f.enqueueExtensions = append(f.enqueueExtensions, ext)
 		return
 	}
-	f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: p.Name()})
+	f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: p.Name(), workloadAware: f.workloadAware})
 }
 
-type defaultEnqueueExtension struct{ pluginName string }
+// defaultEnqueueExtension registers every event for a plugin that names
+// none: those of every resource, and PodGroup's in a workload-aware
+// instance, as upstream adds them with GenericWorkload on.
+type defaultEnqueueExtension struct {
+	pluginName    string
+	workloadAware bool
+}
 
 var _ framework.EnqueueExtensions = (*defaultEnqueueExtension)(nil)
 
 func (p *defaultEnqueueExtension) Name() string { return p.pluginName }
 
 func (p *defaultEnqueueExtension) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
-	return framework.UnrollWildCardResource(), nil
+	events := framework.UnrollWildCardResource()
+	if p.workloadAware {
+		events = append(events, framework.ClusterEventWithHint{Event: framework.ClusterEvent{Resource: framework.PodGroup, ActionType: framework.All}})
+	}
+	return events, nil
 }
 
 // ShouldSamplePluginMetrics picks the cycles whose plugin durations are

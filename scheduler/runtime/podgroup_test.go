@@ -649,3 +649,47 @@ func TestRunPlacementScorePluginsNeedsOneStatePerPlacement(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 }
+
+// TestWildCardEventsOfWorkloadAwareInstances checks that a plugin naming
+// no events gets PodGroup's too in a workload-aware instance, as upstream
+// unrolls the wildcard with GenericWorkload on, and only there.
+func TestWildCardEventsOfWorkloadAwareInstances(t *testing.T) {
+	for _, aware := range []bool{false, true} {
+		t.Run(fmt.Sprintf("workloadAware=%v", aware), func(t *testing.T) {
+			extra := map[string]framework.Plugin{"F1": &filterOnly{name: "F1"}, "GangScheduling": gang()}
+			plugins := &configv1.Plugins{Filter: enabled("F1")}
+			gates := noGates
+			if aware {
+				plugins.MultiPoint, gates = withGangOnly, genericGate
+			}
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), plugins, WithWorkloadGates(gates))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = fw.Close() }()
+			var got []framework.ClusterEvent
+			for _, ext := range fw.EnqueueExtensions() {
+				if ext.Name() != "F1" {
+					continue
+				}
+				events, err := ext.EventsToRegister(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range events {
+					got = append(got, e.Event)
+				}
+			}
+			var want []framework.ClusterEvent
+			for _, e := range framework.UnrollWildCardResource() {
+				want = append(want, e.Event)
+			}
+			if aware {
+				want = append(want, framework.ClusterEvent{Resource: framework.PodGroup, ActionType: framework.All})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("F1's events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
