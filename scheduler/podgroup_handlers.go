@@ -44,6 +44,8 @@ func (s *Scheduler) addPodGroup(obj any) {
 	}
 	s.logger.V(3).Info("Add event for pod group", "podGroup", klog.KObj(pg))
 	s.cache.AddPodGroup(pg)
+	// Its members waiting for it are queued as one entity.
+	s.queue.AddPodGroup(s.logger, pg)
 	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, eventPodGroupAdd, nil, pg, nil)
 }
 
@@ -64,6 +66,7 @@ func (s *Scheduler) updatePodGroup(oldObj, newObj any) {
 	}
 	s.logger.V(4).Info("Update event for pod group", "podGroup", klog.KObj(newPG))
 	s.cache.UpdatePodGroup(s.logger, oldPG, newPG)
+	s.queue.UpdatePodGroup(s.logger, newPG)
 	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, eventPodGroupUpdate, oldPG, newPG, nil)
 }
 
@@ -84,5 +87,6 @@ func (s *Scheduler) deletePodGroup(obj any) {
 	}
 	s.logger.V(3).Info("Delete event for pod group", "podGroup", klog.KObj(pg))
 	s.cache.RemovePodGroup(s.logger, pg)
+	s.queue.DeletePodGroup(s.logger, pg)
 	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, eventPodGroupDelete, pg, nil, nil)
 }

@@ -29,8 +29,6 @@ import (
 // assumed in the snapshot and their Reserve.
 type revertFns []func()
 
-func (r *revertFns) append(other revertFns) { *r = append(*r, other...) }
-
 func (r *revertFns) revert() {
 	if r == nil {
 		return

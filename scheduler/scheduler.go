@@ -345,6 +345,9 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		queue.WithPodMaxBackoffDuration(o.podMaxBackoff),
 		queue.WithPodMaxInUnschedulablePodsDuration(o.podMaxInUnschedulableDuration),
 		queue.WithMetrics(o.metrics),
+		// A workload-aware instance has its pod groups popped as one
+		// entity, for the pod-group cycle (scheduleOnePodGroup).
+		queue.WithWorkloadAwareProfiles(func(fwk framework.Framework) bool { return fwk.WorkloadAware() }),
 	)
 	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames, o.ownSchedulerNamePrefixes)
 	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod),

@@ -1,5 +1,6 @@
 // Package scheduling_test runs the scheduling loop against a real API
-// server with the built-in plugins of the default profile: profiles
+// server with the built-in plugins of the default profile (and, with
+// GenericWorkload on, those of workload-aware profiles): profiles
 // published programmatically, Node objects with capacity and a Ready
 // condition (no kubelets), and pods that must end up bound, or reported as
 // unschedulable the way kube-scheduler reports them.
@@ -66,7 +67,7 @@ var _ = BeforeSuite(func() {
 	extenders, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
 	Expect(err).NotTo(HaveOccurred())
 	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m),
-		scheduler.WithExtenderPolicy(extenders))
+		scheduler.WithExtenderPolicy(extenders), scheduler.WithWorkloadGates(true, false))
 	Expect(err).NotTo(HaveOccurred())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()
