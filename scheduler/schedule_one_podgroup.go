@@ -247,7 +247,7 @@ func (s *Scheduler) podGroupCycle(ctx context.Context, ref profiles.Ref, podGrou
 	rootStatus := pgResults[key].status
 	result := completePodGroupAlgorithmResult(ctx, pgInfo.QueuedPodInfos[key], podGroupCycleState, pgResults[key])
 	completed := map[framework.EntityKey]*podGroupAlgorithmResult{key: result}
-	s.metrics.PodGroupSchedulingAlgorithmLatency.Observe(time.Since(start).Seconds())
+	s.metrics.PodGroupSchedulingAlgorithmLatency.WithLabelValues().Observe(time.Since(start).Seconds())
 
 	if rootStatus.Code() == framework.Unschedulable {
 		pgSchedulingFunc := func(ctx context.Context) (*framework.PodGroupAssignments, *framework.Status) {

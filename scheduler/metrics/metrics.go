@@ -99,8 +99,12 @@ type Metrics struct {
 	PodGroupScheduleAttempts *prometheus.CounterVec
 	// PodGroupSchedulingAttemptDuration is scheduler_podgroup_scheduling_attempt_duration_seconds{result, profile}.
 	PodGroupSchedulingAttemptDuration *prometheus.HistogramVec
-	// PodGroupSchedulingAlgorithmLatency is scheduler_podgroup_scheduling_algorithm_duration_seconds.
-	PodGroupSchedulingAlgorithmLatency prometheus.Histogram
+	// PodGroupSchedulingAlgorithmLatency is scheduler_podgroup_scheduling_algorithm_duration_seconds,
+	// upstream's unlabelled histogram. Upstream registers it only with the
+	// GenericWorkload gate; here it is a vector without labels, so that its
+	// series appears with the first pod-group cycle and an operator that
+	// never schedules a pod group exports what it did before.
+	PodGroupSchedulingAlgorithmLatency *prometheus.HistogramVec
 	// GeneratedPlacementsTotal is scheduler_generated_placements_total{profile}.
 	GeneratedPlacementsTotal *prometheus.CounterVec
 	// PlacementEvaluations is scheduler_placement_evaluations_total{result, profile}.
@@ -247,12 +251,12 @@ func NewUnregistered() *Metrics {
 			Help:      "Pod group scheduling attempt latency in seconds",
 			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"result", ProfileLabel}),
-		PodGroupSchedulingAlgorithmLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+		PodGroupSchedulingAlgorithmLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: Subsystem,
 			Name:      "podgroup_scheduling_algorithm_duration_seconds",
 			Help:      "Pod group scheduling algorithm latency in seconds",
 			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
-		}),
+		}, nil),
 		GeneratedPlacementsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: Subsystem,
 			Name:      "generated_placements_total",
