@@ -85,6 +85,9 @@ type SchedulingProfileReconciler struct {
 	workloadAPI       *WorkloadAPI
 	workloadAPIPeriod time.Duration
 	workloadAware     sets.Set[string]
+	// workloadAPIServed is called before a workload-aware profile is built
+	// while the API server serves the workload API (WithWorkloadAPI).
+	workloadAPIServed func(context.Context) error
 }
 
 type extenderFailures struct {

@@ -95,13 +95,16 @@ func (w *WorkloadAPI) refresh(ctx context.Context) (bool, error) {
 // WithWorkloadAPI has workload-aware profiles built only while the API
 // server serves the workload API, as api says, which is asked again every
 // period (DefaultWorkloadAPIPeriod when 0) while some profile is
-// workload-aware. Without it the API is not checked.
-func WithWorkloadAPI(api *WorkloadAPI, period time.Duration) ProfileOption {
+// workload-aware. Before such a profile is built, served (when not nil)
+// starts what reads the API (the scheduling loop's PodGroup informer) and
+// waits for it: nothing may watch the API before the API server serves it.
+// Without it the API is not checked.
+func WithWorkloadAPI(api *WorkloadAPI, period time.Duration, served func(context.Context) error) ProfileOption {
 	if period <= 0 {
 		period = DefaultWorkloadAPIPeriod
 	}
 	return func(r *SchedulingProfileReconciler) {
-		r.workloadAPI, r.workloadAPIPeriod = api, period
+		r.workloadAPI, r.workloadAPIPeriod, r.workloadAPIServed = api, period, served
 	}
 }
 
@@ -125,8 +128,14 @@ func (r *SchedulingProfileReconciler) workloadAPIRefusal(ctx context.Context, pl
 		return nil, nil
 	}
 	missing, err := r.workloadAPI.Missing(ctx)
-	if err != nil || len(missing) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(missing) == 0 {
+		if r.workloadAPIServed == nil {
+			return nil, nil
+		}
+		return nil, r.workloadAPIServed(ctx)
 	}
 	return profilebuild.Refusals{{
 		Reason: schedulingv1alpha1.ReasonWorkloadAPINotServed,

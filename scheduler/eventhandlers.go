@@ -37,9 +37,6 @@ func (s *Scheduler) addEventHandlers() error {
 		return fmt.Errorf("adding the node event handler: %w", err)
 	}
 	s.handlers = []cache.ResourceEventHandlerRegistration{podReg, nodeReg}
-	if err := s.addPodGroupHandlers(); err != nil {
-		return err
-	}
 	for _, ri := range s.eventSources {
 		reg, err := ri.informer.AddEventHandler(s.clusterEventHandler(ri.resource))
 		if err != nil {
@@ -209,7 +206,7 @@ func (s *Scheduler) addPod(obj any) {
 		s.logger.V(3).Info("Add event for unscheduled pod", "pod", klog.KObj(pod))
 		s.cache.AddPodGroupMember(pod)
 		s.queue.Add(s.logger, pod)
-		if s.podGroupInformer != nil {
+		if s.workloadGates.GenericWorkload {
 			// A new member may complete a gang whose pods wait for it.
 			s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
 		}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -17,22 +18,46 @@ var (
 	eventPodGroupDelete = framework.ClusterEvent{Resource: framework.PodGroup, ActionType: framework.Delete}
 )
 
-// addPodGroupHandlers connects the scheduling.k8s.io/v1beta1 PodGroup
-// informer to the cache and the queue, with GenericWorkload on, as
-// upstream does with the gate on.
-func (s *Scheduler) addPodGroupHandlers() error {
-	if s.podGroupInformer == nil {
+// StartPodGroupInformer starts the scheduling.k8s.io/v1beta1 PodGroup
+// informer, with its handlers feeding the cache and the queue as upstream's
+// do with GenericWorkload on, and waits until they have seen every existing
+// PodGroup. It is not started with the other informers: on an API server
+// that does not serve PodGroups it would never sync, and nothing that waits
+// for the informers (the scheduling loop, profile builds, readiness) may
+// wait for it. The caller calls it once discovery says the API server
+// serves PodGroups, before building a workload-aware profile; later calls
+// only wait for the sync. Without GenericWorkload it does nothing.
+func (s *Scheduler) StartPodGroupInformer(ctx context.Context) error {
+	if !s.workloadGates.GenericWorkload {
 		return nil
 	}
-	reg, err := s.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.addPodGroup,
-		UpdateFunc: s.updatePodGroup,
-		DeleteFunc: s.deletePodGroup,
-	})
-	if err != nil {
-		return fmt.Errorf("adding the pod group event handler: %w", err)
+	informer := s.informerFactory.Scheduling().V1beta1().PodGroups().Informer()
+	s.mu.Lock()
+	if s.podGroupHandler == nil {
+		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    s.addPodGroup,
+			UpdateFunc: s.updatePodGroup,
+			DeleteFunc: s.deletePodGroup,
+		})
+		if err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("adding the pod group event handler: %w", err)
+		}
+		s.podGroupHandler = reg
 	}
-	s.handlers = append(s.handlers, reg)
+	reg, informerCtx := s.podGroupHandler, s.informerCtx
+	s.mu.Unlock()
+	if informerCtx == nil {
+		// startInformers starts it with the others, and waitForInformers
+		// waits for it.
+		return nil
+	}
+	s.informerFactory.Start(informerCtx.Done())
+	waitCtx, cancel := context.WithTimeout(ctx, informerSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced, reg.HasSynced) {
+		return fmt.Errorf("the PodGroup informer did not sync within %v (may the operator list and watch podgroups.scheduling.k8s.io?)", informerSyncTimeout)
+	}
 	return nil
 }
 

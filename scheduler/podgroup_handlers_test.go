@@ -46,8 +46,14 @@ func TestPodGroupsReachCacheAndQueueingHints(t *testing.T) {
 	s := startLoopWith(t, cs, []Option{WithWorkloadGates(true, false)}, testPlugin{recorderName, func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
 		return rec, nil
 	}})
-	poll(t, "the pod group informer to watch", func() bool { return watching(cs, "podgroups") })
 	ctx := context.Background()
+	if watching(cs, "podgroups") {
+		t.Fatal("the pod group informer watches before the API server is known to serve PodGroups")
+	}
+	if err := s.StartPodGroupInformer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the pod group informer to watch", func() bool { return watching(cs, "podgroups") })
 	states, objects := s.cache.PodGroupStates(), s.cache.PodGroups()
 	unscheduled := func() []string {
 		pgs, err := states.Get(metav1.NamespaceDefault, "pg")

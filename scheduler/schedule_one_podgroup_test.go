@@ -79,6 +79,9 @@ func startWorkloadLoop(t *testing.T, nodes int) (*Scheduler, *fake.Clientset) {
 	if !fwk.WorkloadAware() {
 		t.Fatal("the profile is not workload-aware")
 	}
+	if err := s.StartPodGroupInformer(ctx); err != nil {
+		t.Fatal(err)
+	}
 	s.Profiles().Publish(testProfile, fwk)
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()

@@ -58,9 +58,10 @@ type Scheduler struct {
 	podLister       listersv1.PodLister
 	podInformer     cache.SharedIndexInformer
 	nodeInformer    cache.SharedIndexInformer
-	// podGroupInformer watches scheduling.k8s.io/v1beta1 PodGroups, only
-	// with GenericWorkload on; nil otherwise.
-	podGroupInformer cache.SharedIndexInformer
+	// podGroupHandler is the PodGroup informer's handler registration, set
+	// by StartPodGroupInformer once the API server serves PodGroups; nil
+	// until then. Guarded by mu.
+	podGroupHandler cache.ResourceEventHandlerRegistration
 	// eventSources only feed the queue (and the plugins' listers): the
 	// storage informers and those passed in with WithEventSource.
 	eventSources []resourceInformer
@@ -329,9 +330,6 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 	s.podInformer = s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
 	s.nodeInformer = s.informerFactory.Core().V1().Nodes().Informer()
-	if o.genericWorkload {
-		s.podGroupInformer = s.informerFactory.Scheduling().V1beta1().PodGroups().Informer()
-	}
 	draSources, draManager, err := newDRASources(ctx, client, s.informerFactory)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		controllers.WithRevisionNamespace(namespace),
 		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
 		controllers.WithMaxShadows(o.MaxShadows),
-		controllers.WithWorkloadAPI(controllers.NewWorkloadAPI(clientset.Discovery()), 0),
+		controllers.WithWorkloadAPI(controllers.NewWorkloadAPI(clientset.Discovery()), 0, sched.StartPodGroupInformer),
 	).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
