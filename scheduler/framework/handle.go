@@ -86,6 +86,13 @@ type Handle interface {
 	// PodGroupManager returns the scheduler cache's live view of pod
 	// groups; nil when the instance was built without one.
 	PodGroupManager() PodGroupManager
+	// WorkloadAware reports whether the instance schedules pod groups:
+	// its profile enables a workload plugin whose feature gate is on. The
+	// pods of an instance that is not are scheduled one at a time,
+	// whatever their scheduling group. It is known before the plugin
+	// factories run, so a factory can build its plugin with upstream's
+	// GenericWorkload behaviour exactly in such instances.
+	WorkloadAware() bool
 
 	// ListPlugins returns the plugins that run at each extension point, in
 	// order, with weights at Score: the resolved form of the profile. It is
@@ -168,12 +175,6 @@ type Framework interface {
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,
 	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
 	NumFeasibleNodesToFind(numAllNodes int32) int32
-	// WorkloadAware reports whether the instance schedules pod groups:
-	// its profile enables a workload plugin whose feature gate is on. The
-	// pods of an instance that is not are scheduled one at a time,
-	// whatever their scheduling group.
-	WorkloadAware() bool
-
 	// SignPod returns pod's signature (see PodSignature), or nil when the
 	// instance does not batch or some plugin cannot sign the pod.
 	SignPod(ctx context.Context, pod *v1.Pod) PodSignature

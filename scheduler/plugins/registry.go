@@ -118,10 +118,13 @@ var inTree = []plugin{
 // withFeatures adapts a factory that reads feature gates to
 // runtime.Factory, as upstream's runtime.FactoryAdapter does. The in-tree
 // plugins run with kube-scheduler 1.37.2's default gates (the zero
-// feature.Features).
+// feature.Features), except that EnableGenericWorkload follows the
+// instance's workload-awareness: upstream turns GenericWorkload on for the
+// whole scheduler, here only the profiles that opted in get it, and the
+// others behave as without the gate.
 func withFeatures(f func(context.Context, k8sruntime.Object, framework.Handle, feature.Features) (framework.Plugin, error)) runtime.Factory {
 	return func(ctx context.Context, args k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
-		return f(ctx, args, h, feature.Features{})
+		return f(ctx, args, h, feature.Features{EnableGenericWorkload: h.WorkloadAware()})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -489,5 +490,74 @@ pluginConfig:
 	want := `PluginConfig plugin "NodeResourcesFit": decoding args: unknown field "scoringStrategy.resources[0].wieght"`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
+	}
+}
+
+// TestDefaultPreemptionGenericWorkload: the in-tree DefaultPreemption
+// preempts for pod groups (upstream's GenericWorkload behaviour) exactly in
+// instances that are workload-aware; in the others it is built as without
+// the gate, whatever the operator's gates.
+func TestDefaultPreemptionGenericWorkload(t *testing.T) {
+	const withoutFeature = "pod group preemption: DefaultPreemption was built without the GenericWorkload feature"
+	on := runtime.WorkloadGates{GenericWorkload: true}
+	tests := []struct {
+		name           string
+		profile        *configv1.KubeSchedulerProfile
+		gates          runtime.WorkloadGates
+		wantAware      bool
+		wantPostFilter []string
+		wantMessage    string
+	}{
+		{
+			name:           "a profile enabling GangScheduling with the gate on",
+			profile:        st.MultiPointProfile(st.Plugin("GangScheduling", 0)),
+			gates:          on,
+			wantAware:      true,
+			wantPostFilter: []string{"DefaultPreemption"},
+			wantMessage:    "pod group preemption: No preemption victims found for incoming preemptor",
+		},
+		{
+			name:        "the default profile with the gate on",
+			profile:     &configv1.KubeSchedulerProfile{},
+			gates:       on,
+			wantMessage: withoutFeature,
+		},
+		{
+			name:        "the default profile with the gate off",
+			profile:     &configv1.KubeSchedulerProfile{},
+			wantMessage: withoutFeature,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			podGroups := st.NewPodGroups(nil, nil)
+			fwk := newDefaultFramework(t, tt.profile, st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
+				runtime.WithWorkloadGates(tt.gates), runtime.WithPodGroupManager(podGroups))
+			if fwk.WorkloadAware() != tt.wantAware {
+				t.Fatalf("WorkloadAware() = %v, want %v", fwk.WorkloadAware(), tt.wantAware)
+			}
+			if diff := cmp.Diff(tt.wantPostFilter, names(fwk.ListPlugins().PodGroupPostFilter)); diff != "" {
+				t.Errorf("PodGroupPostFilter plugins (-want +got):\n%s", diff)
+			}
+			// The plugin as the registry builds it for this instance.
+			p, err := plugins.NewInTreeRegistry()["DefaultPreemption"].Factory(t.Context(), nil, fwk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgInfo := &framework.PodGroupInfo{
+				Namespace:       "default",
+				Name:            "pg",
+				Type:            framework.PodGroupKeyType,
+				UnscheduledPods: []*v1.Pod{st.MakePod().Name("m1").PodGroupName("pg").Priority(10).Obj()},
+				PodGroup:        &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pg"}},
+			}
+			unplaced := func(context.Context) (*framework.PodGroupAssignments, *framework.Status) {
+				return nil, framework.NewStatus(framework.Unschedulable)
+			}
+			_, s := p.(framework.PodGroupPostFilterPlugin).PodGroupPostFilter(t.Context(), framework.NewCycleState(), pgInfo, unplaced)
+			if diff := cmp.Diff(tt.wantMessage, s.Message()); diff != "" {
+				t.Errorf("PodGroupPostFilter message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
