@@ -191,6 +191,7 @@ func (c *Cache) UpdateSnapshot(logger klog.Logger, s *Snapshot) error {
 	// A pod-group cycle reverts what it assumed in s; should it not have,
 	// the nodes it changed would never be copied again.
 	s.forgetAllAssumedPods(logger)
+	s.endLeftoverMutations(logger)
 
 	// The node list must be rebuilt when a node was added or removed.
 	updateAllLists := false

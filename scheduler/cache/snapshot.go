@@ -43,6 +43,9 @@ type Snapshot struct {
 	copied int
 	// assumptions are a pod-group cycle's changes (see AssumePod).
 	assumptions snapshotAssumptions
+	// backup is what a mutation session changed (see StartMutations),
+	// nil outside one.
+	backup *snapshotBackup
 }
 
 var (

@@ -29,6 +29,10 @@ type Handle interface {
 	// (PreFilter to Permit): the binding cycle and PreEnqueue/queueing
 	// hints run concurrently with later snapshots; use the informers there.
 	SnapshotSharedLister() SharedLister
+	// MutableSnapshotSharedLister returns the same snapshot as one that
+	// can be changed and put back, for PodGroupPostFilter only; nil when
+	// the instance's snapshot cannot be.
+	MutableSnapshotSharedLister() MutableSnapshotSharedLister
 
 	// IterateOverWaitingPods calls callback for each pod waiting at Permit
 	// when it was called, holding no lock of the framework, so callback may

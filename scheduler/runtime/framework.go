@@ -655,6 +655,13 @@ func (f *frameworkImpl) SharedInformerFactory() informers.SharedInformerFactory 
 	return f.informerFactory
 }
 
+// MutableSnapshotSharedLister returns the snapshot if it can be mutated
+// (the scheduler cache's can), else nil.
+func (f *frameworkImpl) MutableSnapshotSharedLister() framework.MutableSnapshotSharedLister {
+	m, _ := f.snapshotSharedLister.(framework.MutableSnapshotSharedLister)
+	return m
+}
+
 func (f *frameworkImpl) SharedDRAManager() framework.SharedDRAManager {
 	return f.draManager
 }

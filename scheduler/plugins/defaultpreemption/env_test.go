@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
@@ -27,6 +29,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumerestrictions"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -117,14 +120,15 @@ func (waitPermit) Permit(_ context.Context, _ *framework.CycleState, p *v1.Pod, 
 }
 
 // env is a framework instance with this plugin after NodeResourcesFit,
-// PodTopologySpread and InterPodAffinity, a fake clientset and informers.
+// PodTopologySpread, InterPodAffinity and VolumeRestrictions, on the
+// scheduler cache's snapshot, with a fake clientset and informers.
 type env struct {
 	fwk       framework.Framework
 	pl        *defaultPreemption
 	cs        *fake.Clientset
 	factory   informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
-	snapshot  *st.Snapshot
+	snapshot  *cache.Snapshot
 	nominator *nominator
 	activator *activator
 }
@@ -145,6 +149,8 @@ type envConfig struct {
 	// podGroups are the PodGroups the snapshot and the PodGroupManager
 	// hold, with the pods naming them as members.
 	podGroups []*schedulingv1beta1.PodGroup
+	// pvcs are the claims the informers know.
+	pvcs []*v1.PersistentVolumeClaim
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -156,6 +162,9 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	for _, pdb := range cfg.pdbs {
 		objs = append(objs, pdb)
 	}
+	for _, pvc := range cfg.pvcs {
+		objs = append(objs, pvc)
+	}
 	cs, factory := st.InformerFactory(tb, objs...)
 	// The test extenders serve on loopback.
 	extenderPolicy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
@@ -166,7 +175,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		cs:        cs,
 		factory:   factory,
 		recorder:  events.NewFakeRecorder(100),
-		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes).WithPodGroups(st.NewPodGroups(cfg.podGroups, cfg.pods)),
+		snapshot:  cacheSnapshot(tb, cfg.nodes, cfg.pods, cfg.podGroups),
 		nominator: &nominator{},
 		activator: &activator{},
 	}
@@ -181,6 +190,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	register(noderesources.Name, noderesources.New, runtime.ArgsSpec{})
 	register(podtopologyspread.Name, podtopologyspread.New, runtime.ArgsSpec{})
 	register(interpodaffinity.Name, interpodaffinity.New, runtime.ArgsSpec{})
+	register(volumerestrictions.Name, volumerestrictions.New, runtime.ArgsSpec{})
 	register("WaitPermit", func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
 		return waitPermit{}, nil
 	}, runtime.ArgsSpec{})
@@ -199,6 +209,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		st.Plugin(noderesources.Name, 0),
 		st.Plugin(podtopologyspread.Name, 0),
 		st.Plugin(interpodaffinity.Name, 0),
+		st.Plugin(volumerestrictions.Name, 0),
 		st.Plugin(Name, 0),
 		st.Plugin("WaitPermit", 0),
 		st.Plugin(defaultbinder.Name, 0),
@@ -244,6 +255,34 @@ func (e *env) filterAndPostFilter(tb testing.TB, pod *v1.Pod) (*framework.PostFi
 		}
 	}
 	return e.fwk.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)
+}
+
+// cacheSnapshot is the scheduler cache's snapshot of nodes, the pods
+// placed on them and podGroups with the pods naming them as members: the
+// snapshot pod-group preemption changes and puts back.
+func cacheSnapshot(tb testing.TB, nodes []*v1.Node, pods []*v1.Pod, podGroups []*schedulingv1beta1.PodGroup) *cache.Snapshot {
+	tb.Helper()
+	logger, _ := ktesting.NewTestContext(tb)
+	c := cache.New(cache.WithPodGroups(true))
+	for _, n := range nodes {
+		c.AddNode(logger, n)
+	}
+	for _, pg := range podGroups {
+		c.AddPodGroup(pg)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			if err := c.AddPod(logger, p); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		c.AddPodGroupMember(p)
+	}
+	s := cache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(logger, s); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 func cpu(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }

@@ -27,21 +27,31 @@ const preemptorPodGroup = "podgroup"
 const podGroupDomain = "cluster"
 
 // PodGroupPostFilter makes room for a pod group the pod-group cycle could
-// not place (upstream's PodGroupEvaluator.Preempt): it removes every
-// lower-priority victim from the cycle's snapshot, lets pgSchedulingFunc
-// run the group's algorithm again, reprieves as many victims as the
-// group's proposed assignments allow, evicts the rest and nominates each
-// placed pod to its node. The snapshot is as it was when it returns.
-// Messages are prefixed "pod group preemption: ".
-func (pl *defaultPreemption) PodGroupPostFilter(ctx context.Context, _ framework.PodGroupCycleState, pgInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (*framework.PodGroupPostFilterResult, *framework.Status) {
+// not place (upstream's PodGroupEvaluator.Preempt): within a mutation
+// session of the cycle's snapshot, it removes every lower-priority victim,
+// lets pgSchedulingFunc run the group's algorithm again, reprieves as many
+// victims as the group's proposed assignments allow, evicts the rest and
+// nominates each placed pod to its node. Ending the session puts the
+// snapshot back as it was. Messages are prefixed "pod group preemption: ".
+func (pl *defaultPreemption) PodGroupPostFilter(ctx context.Context, _ framework.PodGroupCycleState, pgInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (_ *framework.PodGroupPostFilterResult, status *framework.Status) {
 	if !pl.fts.EnableGenericWorkload {
 		// The runtime runs this point only in workload-aware profiles,
 		// whose plugins get the feature.
 		return nil, framework.AsStatus(errors.New("pod group preemption: DefaultPreemption was built without the GenericWorkload feature"))
 	}
-	m := newSnapshotMutations(pl.fh.SnapshotSharedLister().NodeInfos())
-	defer m.end()
-	res, status := pl.preemptPodGroup(ctx, m, pgInfo, pgSchedulingFunc)
+	mutableLister := pl.fh.MutableSnapshotSharedLister()
+	if mutableLister == nil {
+		return nil, framework.AsStatus(errors.New("pod group preemption: failed to start mutations: the snapshot cannot be mutated"))
+	}
+	if err := mutableLister.StartMutations(); err != nil {
+		return nil, framework.AsStatus(fmt.Errorf("pod group preemption: failed to start mutations: %w", err))
+	}
+	defer func() {
+		if err := mutableLister.EndMutations(); err != nil {
+			status = framework.AsStatus(fmt.Errorf("pod group preemption: failed to end mutations: %w", err))
+		}
+	}()
+	res, status := pl.preemptPodGroup(ctx, mutableLister, pgInfo, pgSchedulingFunc)
 	if msg := status.Message(); msg != "" {
 		return res, framework.NewStatus(status.Code(), "pod group preemption: "+msg)
 	}
@@ -62,13 +72,13 @@ func podGroupPreemptorOf(pgInfo *framework.PodGroupInfo) (podGroupPreemptor, boo
 	return p, true
 }
 
-// preemptPodGroup is PodGroupPostFilter on a snapshot m restores.
-func (pl *defaultPreemption) preemptPodGroup(ctx context.Context, m *snapshotMutations, pgInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (*framework.PodGroupPostFilterResult, *framework.Status) {
+// preemptPodGroup is PodGroupPostFilter within the mutation session of
+// snapshot.
+func (pl *defaultPreemption) preemptPodGroup(ctx context.Context, snapshot framework.MutableSnapshotSharedLister, pgInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (*framework.PodGroupPostFilterResult, *framework.Status) {
 	logger := klog.FromContext(ctx)
 	if len(pgInfo.GetUnscheduledPods()) == 0 || pgInfo.GetPodGroup() == nil {
 		return nil, framework.AsStatus(fmt.Errorf("pod group %s has no PodGroup or no pod to schedule", pgInfo.GetKey()))
 	}
-	snapshot := pl.fh.SnapshotSharedLister()
 	nodes, err := snapshot.NodeInfos().List()
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("failed to create domain: %w", err))
@@ -96,7 +106,7 @@ func (pl *defaultPreemption) preemptPodGroup(ctx context.Context, m *snapshotMut
 			framework.NewStatus(framework.Success, "ongoing preemption on nominated nodes")
 	}
 
-	res, status := pl.evaluatePodGroup(ctx, m, preemptor, allVictims, nameToNode, pgSchedulingFunc)
+	res, status := pl.evaluatePodGroup(ctx, snapshot, preemptor, allVictims, nameToNode, pgSchedulingFunc)
 	if !status.IsSuccess() {
 		return nil, status
 	}
@@ -115,7 +125,7 @@ type podGroupVictims struct {
 
 // evaluatePodGroup picks the victims without evicting anything; its
 // duration and outcome are scheduler_preemption_evaluation_duration_seconds.
-func (pl *defaultPreemption) evaluatePodGroup(ctx context.Context, m *snapshotMutations, preemptor podGroupPreemptor, allVictims []*victim,
+func (pl *defaultPreemption) evaluatePodGroup(ctx context.Context, snapshot framework.MutableSnapshotSharedLister, preemptor podGroupPreemptor, allVictims []*victim,
 	nameToNode map[string]*framework.NodeInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (_ *podGroupVictims, status *framework.Status) {
 	start := time.Now()
 	defer func() {
@@ -125,7 +135,7 @@ func (pl *defaultPreemption) evaluatePodGroup(ctx context.Context, m *snapshotMu
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("failed to get pod disruption budgets: %w", err))
 	}
-	return pl.selectVictimsOnDomain(ctx, m, preemptor, allVictims, nameToNode, pdbs, pgSchedulingFunc)
+	return pl.selectVictimsOnDomain(ctx, snapshot, preemptor, allVictims, nameToNode, pdbs, pgSchedulingFunc)
 }
 
 // selectVictimsOnDomain finds the victims whose eviction lets the group
@@ -136,7 +146,7 @@ func (pl *defaultPreemption) evaluatePodGroup(ctx context.Context, m *snapshotMu
 // proposed pods still passes the filters on its node with the pods
 // proposed before it assumed and reserved. The cycle state of the Nth pod
 // was built with the N-1 before it assumed and knows nothing of later ones.
-func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, m *snapshotMutations, preemptor podGroupPreemptor, allVictims []*victim,
+func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, mutableLister framework.MutableSnapshotSharedLister, preemptor podGroupPreemptor, allVictims []*victim,
 	nameToNode map[string]*framework.NodeInfo, pdbs []*policy.PodDisruptionBudget, pgSchedulingFunc framework.PodGroupSchedulingFunc) (*podGroupVictims, *framework.Status) {
 	logger := klog.FromContext(ctx)
 	prio := preemptor.priority()
@@ -145,7 +155,7 @@ func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, m *snaps
 	// update: it builds its states from the snapshot.
 	removePods := func(v *victim) error {
 		for _, pi := range v.pods {
-			if err := m.removePod(logger, pi.Pod, pi.Pod.Spec.NodeName); err != nil {
+			if err := mutableLister.RemovePod(logger, pi.Pod, pi.Pod.Spec.NodeName); err != nil {
 				return err
 			}
 		}
@@ -153,7 +163,7 @@ func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, m *snaps
 	}
 	addWithPreFilter := func(v *victim, assignments []framework.ProposedAssignment) error {
 		for _, pi := range v.pods {
-			if err := m.addPod(pi, pi.Pod.Spec.NodeName); err != nil {
+			if err := mutableLister.AddPod(pi, pi.Pod.Spec.NodeName); err != nil {
 				return err
 			}
 			for _, a := range assignments {
@@ -166,7 +176,7 @@ func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, m *snaps
 	}
 	removeWithPreFilter := func(v *victim, assignments []framework.ProposedAssignment) error {
 		for _, pi := range v.pods {
-			if err := m.removePod(logger, pi.Pod, pi.Pod.Spec.NodeName); err != nil {
+			if err := mutableLister.RemovePod(logger, pi.Pod, pi.Pod.Spec.NodeName); err != nil {
 				return err
 			}
 			for _, a := range assignments {
@@ -237,13 +247,13 @@ func (pl *defaultPreemption) selectVictimsOnDomain(ctx context.Context, m *snaps
 			}
 			// Assume the preemptor pod and reserve what stateful plugins
 			// hold for it; later pods' states already count it.
-			if err := m.addPod(a.GetPodInfo(), a.GetNodeName()); err != nil {
+			if err := mutableLister.AddPod(a.GetPodInfo(), a.GetNodeName()); err != nil {
 				return false, err
 			}
 			pl.fh.RunReservePluginsReserve(ctx, a.GetCycleState(), a.GetPod(), a.GetNodeName())
 			cleanups = append(cleanups, func() error {
 				pl.fh.RunReservePluginsUnreserve(ctx, a.GetCycleState(), a.GetPod(), a.GetNodeName())
-				return m.removePod(logger, a.GetPod(), a.GetNodeName())
+				return mutableLister.RemovePod(logger, a.GetPod(), a.GetNodeName())
 			})
 		}
 		return true, nil
@@ -328,57 +338,4 @@ func currentNominatingInfos(preemptor podGroupPreemptor) map[types.NamespacedNam
 		n[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: pod.Status.NominatedNodeName}
 	}
 	return n
-}
-
-// snapshotMutations changes the cycle's snapshot for a pod-group
-// preemption and puts it back (upstream's StartMutations and
-// EndMutations): the first change to a node replaces its NodeInfo's
-// content, in place so that every list of the snapshot sees it, by a copy,
-// and end restores the original content.
-type snapshotMutations struct {
-	nodes framework.NodeInfoLister
-	saved map[string]framework.NodeInfo
-}
-
-func newSnapshotMutations(nodes framework.NodeInfoLister) *snapshotMutations {
-	return &snapshotMutations{nodes: nodes, saved: map[string]framework.NodeInfo{}}
-}
-
-func (m *snapshotMutations) nodeInfo(name string) (*framework.NodeInfo, error) {
-	ni, err := m.nodes.Get(name)
-	if err != nil {
-		return nil, fmt.Errorf("node %q not found in the snapshot", name)
-	}
-	if _, ok := m.saved[name]; !ok {
-		m.saved[name] = *ni
-		*ni = *ni.Snapshot()
-	}
-	return ni, nil
-}
-
-func (m *snapshotMutations) removePod(logger klog.Logger, pod *v1.Pod, nodeName string) error {
-	ni, err := m.nodeInfo(nodeName)
-	if err != nil {
-		return err
-	}
-	return ni.RemovePod(logger, pod)
-}
-
-func (m *snapshotMutations) addPod(pi *framework.PodInfo, nodeName string) error {
-	ni, err := m.nodeInfo(nodeName)
-	if err != nil {
-		return err
-	}
-	ni.AddPodInfo(pi)
-	return nil
-}
-
-// end restores every node changed.
-func (m *snapshotMutations) end() {
-	for name, saved := range m.saved {
-		if ni, err := m.nodes.Get(name); err == nil {
-			*ni = saved
-		}
-	}
-	clear(m.saved)
 }

@@ -2,6 +2,7 @@ package defaultpreemption
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
@@ -548,4 +550,156 @@ func TestPodGroupActuation(t *testing.T) {
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by podgroup uid-preemptor on node cluster"}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+// TestPodGroupPostFilterSnapshotAggregates checks that the group's
+// algorithm runs on a snapshot whose aggregates, not only its NodeInfos,
+// lost the victims (the nodes with pods with required anti-affinity, the
+// claims in use), and that every aggregate is as it was once
+// PodGroupPostFilter returns. As upstream, a plugin that skipped
+// (PreFilter) with the victims gone does not judge their reprieve: the
+// victims here are needed for cpu too, or the members' own terms keep
+// InterPodAffinity from skipping.
+func TestPodGroupPostFilterSnapshotAggregates(t *testing.T) {
+	member := func(name string) *st.PodWrapper {
+		return st.MakePod().Name(name).UID(name).PodGroupName("preemptor").Priority(10).Req(cpu("1")).SchedulerName("default-scheduler").Label("app", "gang")
+	}
+	spread := st.PodAffinityTerm("app", "gang", v1.LabelHostname)
+	nodes := []*v1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj(), makeNode("n3", "4").Obj()}
+	full := placed("full", "n3", 100, "4", 0).Obj()
+	rwop := st.MakePVC("default", "claim").AccessModes(v1.ReadWriteOncePod).Obj()
+	tests := []struct {
+		name            string
+		placed          []*v1.Pod
+		members         []*v1.Pod
+		wantNominations map[types.NamespacedName]*framework.NominatingInfo
+		wantVictims     []string
+	}{
+		{
+			name: "victims whose required anti-affinity rejects the members",
+			placed: []*v1.Pod{
+				placed("anti1", "n1", 1, "1", 0).PodAntiAffinity(spread).Obj(),
+				placed("bystander1", "n1", 1, "1", 0).Obj(),
+				placed("anti2", "n2", 1, "1", 0).PodAntiAffinity(spread).Obj(),
+				full,
+			},
+			members: []*v1.Pod{member("m1").PodAntiAffinity(spread).Obj(), member("m2").PodAntiAffinity(spread).Obj()},
+			wantNominations: map[types.NamespacedName]*framework.NominatingInfo{
+				{Namespace: "default", Name: "m1"}: {NominatingMode: framework.ModeOverride, NominatedNodeName: "n1"},
+				{Namespace: "default", Name: "m2"}: {NominatingMode: framework.ModeOverride, NominatedNodeName: "n2"},
+			},
+			wantVictims: []string{"anti1", "anti2"},
+		},
+		{
+			name:    "a victim holding the members' ReadWriteOncePod claim",
+			placed:  []*v1.Pod{placed("holder", "n1", 1, "3", 0).PVC("claim").Obj(), placed("other", "n2", 1, "3", 0).Obj(), full},
+			members: []*v1.Pod{member("m1").Req(cpu("2")).PVC("claim").Obj()},
+			wantNominations: map[types.NamespacedName]*framework.NominatingInfo{
+				{Namespace: "default", Name: "m1"}: {NominatingMode: framework.ModeOverride, NominatedNodeName: "n1"},
+			},
+			wantVictims: []string{"holder"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			group := podGroup("preemptor", 10, true)
+			e := newEnv(t, envConfig{
+				nodes: nodes, pods: append(append([]*v1.Pod{}, tt.placed...), tt.members...),
+				podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload,
+				pvcs: []*v1.PersistentVolumeClaim{rwop},
+			})
+			before := aggregatesOf(e)
+			runs := 0
+			pgInfo := &framework.PodGroupInfo{Namespace: "default", Name: "preemptor", Type: framework.PodGroupKeyType, UnscheduledPods: tt.members, PodGroup: group}
+			result, status := e.pl.PodGroupPostFilter(context.Background(), framework.NewCycleState(), pgInfo, allMembersFirstFit(t, e, tt.members, &runs))
+			if !status.IsSuccess() {
+				t.Fatalf("PodGroupPostFilter = %v, want Success", status)
+			}
+			if diff := cmp.Diff(tt.wantNominations, result.NominatingInfos); diff != "" {
+				t.Errorf("nominations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, aggregatesOf(e)); diff != "" {
+				t.Errorf("the snapshot was not restored (-before +after):\n%s", diff)
+			}
+			e.pl.inFlight.Wait()
+			if diff := cmp.Diff(tt.wantVictims, sets.List(deletedPods(e))); diff != "" {
+				t.Errorf("deleted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// allMembersFirstFit is a pod-group algorithm for tests: each pod goes to
+// the first node, in snapshot order, that passes its filters, and is
+// assumed there for the next, as the pod-group cycle does.
+func allMembersFirstFit(t *testing.T, e *env, pods []*v1.Pod, runs *int) framework.PodGroupSchedulingFunc {
+	return func(ctx context.Context) (*framework.PodGroupAssignments, *framework.Status) {
+		*runs++
+		logger := klog.FromContext(ctx)
+		nodes, _ := e.snapshot.List()
+		var out []framework.ProposedAssignment
+		defer func() {
+			for i := len(out) - 1; i >= 0; i-- {
+				if err := e.snapshot.ForgetPod(logger, out[i].GetPodInfo().Pod); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		for _, p := range pods {
+			state := framework.NewCycleState()
+			if _, s, _ := e.fwk.RunPreFilterPlugins(ctx, state, p); !s.IsSuccess() {
+				return nil, s
+			}
+			for _, ni := range nodes {
+				if !e.fwk.RunFilterPluginsWithNominatedPods(ctx, state, p, ni).IsSuccess() {
+					continue
+				}
+				assumed := p.DeepCopy()
+				assumed.Spec.NodeName = ni.Node().Name
+				pi, err := framework.NewPodInfo(assumed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.snapshot.AssumePod(pi); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, &assignment{pi: pi, node: ni.Node().Name, state: state})
+				break
+			}
+		}
+		if len(out) < len(pods) {
+			return &framework.PodGroupAssignments{}, framework.NewStatus(framework.Unschedulable, "the group does not fit")
+		}
+		return &framework.PodGroupAssignments{ProposedAssignments: slices.Clone(out)}, nil
+	}
+}
+
+// aggregates is what a test checks of the snapshot beyond its nodes' pods.
+type aggregates struct {
+	Pods              map[string][]string
+	WithAffinity      []string
+	WithAntiAffinity  []string
+	ClaimUsed         bool
+	PreemptorMembers  int
+	PreemptorSchedule int
+}
+
+func aggregatesOf(e *env) aggregates {
+	names := func(nis []*framework.NodeInfo, _ error) []string {
+		var out []string
+		for _, ni := range nis {
+			out = append(out, ni.Node().Name)
+		}
+		return out
+	}
+	a := aggregates{
+		Pods:             podsOnNodes(e),
+		WithAffinity:     names(e.snapshot.HavePodsWithAffinityList()),
+		WithAntiAffinity: names(e.snapshot.HavePodsWithRequiredAntiAffinityList()),
+		ClaimUsed:        e.snapshot.IsPVCUsedByPods("default/claim"),
+	}
+	if pgs, err := e.snapshot.PodGroupStates().Get("default", "preemptor"); err == nil {
+		a.PreemptorMembers, a.PreemptorSchedule = pgs.AllPodsCount(), pgs.ScheduledPodsCount()
+	}
+	return a
 }
