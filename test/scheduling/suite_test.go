@@ -69,6 +69,9 @@ var _ = BeforeSuite(func() {
 	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m),
 		scheduler.WithExtenderPolicy(extenders), scheduler.WithWorkloadGates(true, false))
 	Expect(err).NotTo(HaveOccurred())
+	// The control plane serves the workload API: the loop starts the
+	// PodGroup informer with the others, as the operator has it do then.
+	Expect(sched.StartPodGroupInformer(ctx)).To(Succeed())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()
 })
