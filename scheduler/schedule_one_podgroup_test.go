@@ -40,9 +40,9 @@ func (onePodPerNode) Filter(_ context.Context, _ *framework.CycleState, _ *v1.Po
 }
 
 // startWorkloadLoop runs a scheduler with GenericWorkload on, serving a
-// workload-aware profile (GangScheduling) that fits one pod per node, on
-// nodes node-0 to node-(nodes-1).
-func startWorkloadLoop(t *testing.T, nodes int) (*Scheduler, *fake.Clientset) {
+// workload-aware profile (GangScheduling and extra) that fits one pod per
+// node, on nodes node-0 to node-(nodes-1).
+func startWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Scheduler, *fake.Clientset) {
 	t.Helper()
 	var objs []k8sruntime.Object
 	for i := range nodes {
@@ -64,8 +64,16 @@ func startWorkloadLoop(t *testing.T, nodes int) (*Scheduler, *fake.Clientset) {
 			t.Fatal(err)
 		}
 	}
-	profile := st.MultiPointProfile(configv1.Plugin{Name: queuesort.Name}, configv1.Plugin{Name: defaultbinder.Name},
-		configv1.Plugin{Name: gangscheduling.Name}, configv1.Plugin{Name: onePodPerNodeName})
+	enabled := []configv1.Plugin{{Name: queuesort.Name}, {Name: defaultbinder.Name}, {Name: gangscheduling.Name}, {Name: onePodPerNodeName}}
+	for _, pl := range extra {
+		if err := r.Register(pl.Name(), func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+			return pl, nil
+		}, runtime.ArgsSpec{}); err != nil {
+			t.Fatal(err)
+		}
+		enabled = append(enabled, configv1.Plugin{Name: pl.Name()})
+	}
+	profile := st.MultiPointProfile(enabled...)
 	profile.SchedulerName = ptr.To(testProfile)
 	s, err := New(ctx, cs, r, WithDefaultPlugins(&configv1.Plugins{}), WithWorkloadGates(true, false),
 		WithPodBackoff(10*time.Millisecond, 10*time.Millisecond), WithPodMaxInUnschedulablePodsDuration(time.Hour))
