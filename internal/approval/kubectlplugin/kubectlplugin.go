@@ -92,8 +92,8 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 			"group), podgroup.scheduling.k8s.io/NAME the Workload API's (GangScheduling; its members are\n"+
 			"the pods whose spec.schedulingGroup names it, held by a profile that runs GangScheduling).\n"+
 			"podgroup/NAME means the one that exists, and is refused when both do. Pods that only claim\n"+
-			"the group are listed as skipped, and members that reach Permit after the command are not\n"+
-			"covered: run it again for them.\n\nFlags:\n%s",
+			"the group are listed as skipped. Only the members held now are decided:\n"+
+			"members that reach Permit after the command are not covered; run it again for them.\n\nFlags:\n%s",
 			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, cmd, undoUsage, verb, flags.FlagUsages())
 	}
 	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
