@@ -15,6 +15,7 @@ import (
 
 	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
+	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/gangscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
@@ -82,7 +83,13 @@ var _ = Describe("the two PodGroup kinds", Ordered, func() {
 	}
 	workloadMember := func(name, profile, group string) *corev1.Pod {
 		GinkgoHelper()
-		return heldAs(name, profile, "", func(p *corev1.Pod) {
+		// The operator shows the group only for a pod an instance running
+		// GangScheduling holds.
+		shown := ""
+		if profile == workloadsProfile {
+			shown = approval.WorkloadPodGroup(group)
+		}
+		return heldAs(name, profile, shown, func(p *corev1.Pod) {
 			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
 		})
 	}

@@ -145,8 +145,9 @@ func coschedulingMembers(wps []schedulingv1alpha1.WaitingPod, group string, serv
 
 // workloadMembers are the members of the scheduling.k8s.io PodGroup group
 // among wps: the WaitingPods of pods whose spec.schedulingGroup names the
-// group, held by a profile that runs GangScheduling (approval.NotWorkloadMember).
-// pods are the namespace's pods by name.
+// group, held by a profile that runs GangScheduling, which the operator
+// shows in the group (approval.NotWorkloadMember). pods are the
+// namespace's pods by name.
 func workloadMembers(wps []schedulingv1alpha1.WaitingPod, pods map[string]*corev1.Pod, group string, served map[string]approval.ServedProfile) groupMembers {
 	var g groupMembers
 	for i := range wps {
@@ -272,11 +273,15 @@ const memberAttempts = 3
 // operator rewrites members' status while the gang assembles (the count of
 // members assigned in its message), which the optimistic lock of
 // decideWaitingPod turns into conflicts; so on a conflict the member is
-// read again and, if it is the same object, still holding the same pod and,
-// for scheduler-plugins' kind, still shown in the group, decided again.
-// Another WaitingPod of that name is left alone; a pod's
-// spec.schedulingGroup cannot change.
+// read again and, if it is the same object, still holding the same pod and
+// still shown in the group, decided again. Another WaitingPod of that name,
+// or one no longer showing the group, is left alone.
 func (d *decider) decideMember(ctx context.Context, api podGroupAPI, group string, wp *schedulingv1alpha1.WaitingPod) error {
+	// How the operator shows the group on its members' status.
+	shown := group
+	if api == podGroupWorkload {
+		shown = approval.WorkloadPodGroup(group)
+	}
 	err := d.decideWaitingPod(ctx, wp)
 	var changed *changedError
 	for range memberAttempts - 1 {
@@ -284,8 +289,7 @@ func (d *decider) decideMember(ctx context.Context, api podGroupAPI, group strin
 			break
 		}
 		cur, getErr := d.client.getWaitingPod(ctx, wp.Namespace, wp.Name)
-		if getErr != nil || cur.UID != wp.UID || cur.Status.PodUID != wp.Status.PodUID ||
-			(api == podGroupCoscheduling && cur.Status.PodGroup != group) {
+		if getErr != nil || cur.UID != wp.UID || cur.Status.PodUID != wp.Status.PodUID || cur.Status.PodGroup != shown {
 			break
 		}
 		err = d.decideWaitingPod(ctx, cur)

@@ -105,8 +105,9 @@ func TestGroupMembers(t *testing.T) {
 	wps := []schedulingv1alpha1.WaitingPod{
 		wp("cos-0", "gangs", "train", label),
 		wp("cos-labelled", "approvals", "", label),
-		wp("wl-0", "workloads", "", nil),
-		wp("wl-1", "workloads", "train", nil),
+		wp("wl-0", "workloads", approval.WorkloadPodGroup("train"), nil),
+		wp("wl-1", "workloads", approval.WorkloadPodGroup("train"), nil),
+		wp("wl-unshown", "workloads", "", nil),
 		wp("wl-stranger", "approvals", "", nil),
 		wp("wl-replaced", "workloads", "", nil),
 		wp("wl-other", "workloads", "", nil),
@@ -117,6 +118,7 @@ func TestGroupMembers(t *testing.T) {
 		"wl-1":        pod("wl-1", "wl-1", "train"),
 		"wl-stranger": pod("wl-stranger", "wl-stranger", "train"),
 		"wl-replaced": pod("wl-replaced", "new", "train"),
+		"wl-unshown":  pod("wl-unshown", "wl-unshown", "train"),
 		"wl-other":    pod("wl-other", "wl-other", "other"),
 		"plain":       pod("plain", "plain", ""),
 	}
@@ -134,7 +136,6 @@ func TestGroupMembers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{
 		`waitingpod/cos-labelled skipped: its profile "approvals" does not run Coscheduling, so its pod's group label makes it no member; it is no member of podgroup/train`,
-		`waitingpod/wl-1 skipped: its profile "workloads" does not run Coscheduling, so its pod's group label makes it no member; it is no member of podgroup/train`,
 	}, cos.skipped); diff != "" {
 		t.Errorf("scheduler-plugins' skipped (-want +got):\n%s", diff)
 	}
@@ -144,6 +145,7 @@ func TestGroupMembers(t *testing.T) {
 		t.Errorf("the Workload API's members (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{
+		`waitingpod/wl-unshown skipped: the scheduler does not show it in the group; it is no member of podgroup.scheduling.k8s.io/train`,
 		`waitingpod/wl-stranger skipped: its profile "approvals" does not run GangScheduling, so its pod's spec.schedulingGroup makes it no member; it is no member of podgroup.scheduling.k8s.io/train`,
 		`waitingpod/wl-replaced skipped: the scheduler does not show its pod held; it is no member of podgroup.scheduling.k8s.io/train`,
 	}, wl.skipped); diff != "" {
