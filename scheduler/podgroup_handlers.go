@@ -20,8 +20,9 @@ var (
 
 // StartPodGroupInformer starts the scheduling.k8s.io/v1beta1 PodGroup
 // informer, with its handlers feeding the cache and the queue as upstream's
-// do with GenericWorkload on, and waits until they have seen every existing
-// PodGroup. It is not started with the other informers: on an API server
+// do with GenericWorkload on, and the Workload informer (which upstream's
+// scheduler does not have: see workload_handlers.go), and waits until they
+// have seen every existing PodGroup and Workload. It is not started with the other informers: on an API server
 // that does not serve PodGroups it would never sync, and nothing that waits
 // for the informers (the scheduling loop, profile builds, readiness) may
 // wait for it. The caller calls it once discovery says the API server
@@ -33,6 +34,11 @@ func (s *Scheduler) StartPodGroupInformer(ctx context.Context) error {
 	}
 	informer := s.informerFactory.Scheduling().V1beta1().PodGroups().Informer()
 	s.mu.Lock()
+	workloadReg, err := s.startWorkloadInformer()
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if s.podGroupHandler == nil {
 		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    s.addPodGroup,
@@ -58,6 +64,9 @@ func (s *Scheduler) StartPodGroupInformer(ctx context.Context) error {
 	if !cache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced, reg.HasSynced) {
 		return fmt.Errorf("the PodGroup informer did not sync within %v (may the operator list and watch podgroups.scheduling.k8s.io?)", informerSyncTimeout)
 	}
+	if !cache.WaitForCacheSync(waitCtx.Done(), workloadReg.HasSynced) {
+		return fmt.Errorf("the Workload informer did not sync within %v (may the operator list and watch workloads.scheduling.k8s.io?)", informerSyncTimeout)
+	}
 	return nil
 }
 
@@ -69,6 +78,7 @@ func (s *Scheduler) addPodGroup(obj any) {
 	}
 	s.logger.V(3).Info("Add event for pod group", "podGroup", klog.KObj(pg))
 	s.cache.AddPodGroup(pg)
+	s.checkWorkloadRef(pg)
 	// Its members waiting for it are queued as one entity.
 	s.queue.AddPodGroup(s.logger, pg)
 	s.queue.MoveAllToActiveOrBackoffQueue(s.logger, eventPodGroupAdd, nil, pg, nil)

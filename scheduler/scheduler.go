@@ -17,6 +17,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	listersv1 "k8s.io/client-go/listers/core/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -62,6 +63,14 @@ type Scheduler struct {
 	// by StartPodGroupInformer once the API server serves PodGroups; nil
 	// until then. Guarded by mu.
 	podGroupHandler cache.ResourceEventHandlerRegistration
+	// workloadHandler, workloadLister and podGroupLister are set with
+	// podGroupHandler (startWorkloadInformer). Guarded by mu.
+	workloadHandler cache.ResourceEventHandlerRegistration
+	workloadLister  schedulinglisters.WorkloadLister
+	podGroupLister  schedulinglisters.PodGroupLister
+	// workloadRecorder records the events on PodGroups about their
+	// Workload, as the operator.
+	workloadRecorder events.EventRecorderLogger
 	// eventSources only feed the queue (and the plugins' listers): the
 	// storage informers and those passed in with WithEventSource.
 	eventSources []resourceInformer
@@ -322,6 +331,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
 		podsInPreBind:            runtime.NewPodsInPreBind(),
 	}
+	s.workloadRecorder = s.broadcaster.NewRecorder(scheme.Scheme, workloadEventSource)
 	s.progress.timeout = o.stalledCycleTimeout
 	s.unservedWarningDelay = o.unservedWarningDelay
 	s.shadowSampleRate, s.shadowQueueLength = o.shadowSampleRate, o.shadowQueueLength

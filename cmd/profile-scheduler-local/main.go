@@ -466,7 +466,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
 		"kubectl label nodes node-0 node-1 node-2 gang=workers",
-		"kubectl get waitingpods,podgroups -o wide",
+		"kubectl get waitingpods,pg -o wide",
 	}
 	if o.storage {
 		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")

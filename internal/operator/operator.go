@@ -139,7 +139,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	}
 
 	recorder := mgr.GetEventRecorder(EventSource)
-	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder, sched.Profiles(), sched.ResourceClaims())
+	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder, sched.Profiles(), sched.ResourceClaims(), sched)
 	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}

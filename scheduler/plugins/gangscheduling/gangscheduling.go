@@ -11,6 +11,17 @@
 // waiting ones go. PlacementFeasible tells the pod-group cycle, after each
 // pod it placed, whether minCount is met, may still be, or cannot be.
 //
+// Beyond upstream, the gang goes in one step or not at all when other
+// Permit plugins (ManualApproval, a quota) hold members too. Upstream lets
+// each waiting member go from its own hold once minCount members are
+// assumed, so a member another plugin still holds goes on later, alone,
+// when that plugin lets it: approving a gang member by member would bind
+// it member by member. Here a held member counts toward minCount only once
+// GangScheduling alone holds it, and the members are let go with
+// Handle.AllowWaitingPodsTogether (framework.GangPermitPlugin), as
+// Coscheduling does. With no other plugin holding members this lets the
+// same pods go at the same moment as upstream.
+//
 // Only leaf PodGroups are handled. Composite pod groups (CompositePodGroup,
 // scheduling.k8s.io/v1alpha3, alpha in 1.37) are not: where upstream walks
 // a group's hierarchy to its root (the hints' areSameHierarchy, PreEnqueue,
@@ -22,11 +33,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -49,12 +63,23 @@ type gangScheduling struct {
 	handle          framework.Handle
 	podGroupManager framework.PodGroupManager
 	snapshotLister  framework.SharedLister
+
+	// mu makes HoldChanged's count and its letting go of the members one
+	// step against other HoldChanged calls. Lock order: mu, then a waiting
+	// pod's lock (HeldBy, SetPendingMessage, AllowWaitingPodsTogether); the
+	// framework calls HoldChanged holding none of its own locks.
+	mu sync.Mutex
+	// admitted holds, per group, the members this plugin let go from
+	// Permit that are still assumed: they count toward minCount until they
+	// are bound (then they count as assigned) or forgotten. An assumed
+	// member not in it has not passed Permit yet, or waits there.
+	admitted map[framework.EntityKey]sets.Set[types.UID]
 }
 
 var (
 	_ framework.EnqueueExtensions       = (*gangScheduling)(nil)
 	_ framework.PreEnqueuePlugin        = (*gangScheduling)(nil)
-	_ framework.PermitPlugin            = (*gangScheduling)(nil)
+	_ framework.GangPermitPlugin        = (*gangScheduling)(nil)
 	_ framework.PlacementFeasiblePlugin = (*gangScheduling)(nil)
 )
 
@@ -71,6 +96,7 @@ func New(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plu
 		handle:          h,
 		podGroupManager: h.PodGroupManager(),
 		snapshotLister:  h.SnapshotSharedLister(),
+		admitted:        map[framework.EntityKey]sets.Set[types.UID]{},
 	}, nil
 }
 
@@ -190,8 +216,7 @@ func (pl *gangScheduling) PreEnqueue(_ context.Context, pod *v1.Pod) *framework.
 }
 
 // Permit holds a member of a gang until minCount of the group's pods are
-// assumed or bound; the member that completes the quorum lets every
-// assumed member waiting at Permit go.
+// assumed or bound; HoldChanged lets the gang go.
 func (pl *gangScheduling) Permit(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
 	podGroupName, ok := framework.PodGroupNameOf(pod)
 	if !ok {
@@ -221,16 +246,117 @@ func (pl *gangScheduling) permitPodGroup(logger klog.Logger, pod *v1.Pod, podGro
 		unscheduledPods := podGroupState.UnscheduledPods()
 		pl.handle.Activate(logger, unscheduledPods)
 		logger.V(4).Info("Quorum is not met for a gang. Waiting for another pod to allow", "pod", klog.KObj(pod), "schedulingGroup", podGroup.Name, "activatedPods", len(unscheduledPods))
-		return framework.NewStatus(framework.Wait, "waiting for minCount pods from a gang to be scheduled"), permitTimeoutDuration
 	}
-	assumedPods := podGroupState.AssumedPods()
-	logger.V(4).Info("Quorum is met for a gang. Allowing other pods from a gang waiting on permit", "pod", klog.KObj(pod), "schedulingGroup", podGroup.Name, "allowedPods", len(assumedPods))
-	for podUID := range assumedPods {
-		if waitingPod := pl.handle.GetWaitingPod(podUID); waitingPod != nil {
-			waitingPod.Allow(Name)
+	// Upstream lets the waiting members go here once the quorum is met,
+	// and passes the pod. The pod waits instead, and HoldChanged, which
+	// the framework calls before the wait starts, lets the gang go with it
+	// in one step: RunPermitPlugins then passes the pod at once, as
+	// upstream's Permit does, unless another plugin holds a member.
+	return framework.NewStatus(framework.Wait, msgWaiting), permitTimeoutDuration
+}
+
+// msgWaiting is upstream's message for a member held at Permit.
+const msgWaiting = "waiting for minCount pods from a gang to be scheduled"
+
+// gangState is a group's scheduled members as HoldChanged counts them.
+type gangState struct {
+	// counted are the members that count toward minCount: bound, let go
+	// by this plugin and still assumed, or waiting for this plugin alone.
+	counted int
+	// ready are the waiting members this plugin alone holds.
+	ready []framework.WaitingPod
+	// held are the waiting members another Permit plugin holds too.
+	held []framework.WaitingPod
+}
+
+// gang counts the group's scheduled members. Callers hold mu.
+func (pl *gangScheduling) gang(key framework.EntityKey, podGroupState framework.PodGroupState) gangState {
+	var g gangState
+	g.counted = podGroupState.AssignedPods().Len()
+	admitted := pl.admitted[key]
+	assumed := podGroupState.AssumedPods()
+	for uid := range admitted {
+		if !assumed.Has(uid) {
+			// Bound (counted above), or forgotten after its binding failed.
+			admitted.Delete(uid)
 		}
 	}
-	return nil, 0
+	if admitted.Len() == 0 {
+		delete(pl.admitted, key)
+	}
+	for uid := range assumed {
+		if admitted.Has(uid) {
+			g.counted++
+			continue
+		}
+		wp := pl.handle.GetWaitingPod(uid)
+		if wp == nil {
+			// Assumed and not past Permit yet, or assumed by another
+			// profile: it counts once it passes.
+			continue
+		}
+		switch held, alone := wp.HeldBy(Name); {
+		case alone:
+			g.counted++
+			g.ready = append(g.ready, wp)
+		case held:
+			g.held = append(g.held, wp)
+		}
+	}
+	return g
+}
+
+// HoldChanged counts the member's group again and, once minCount members
+// count, lets every member this plugin alone holds go in one step, which
+// fails if any of them was resolved meanwhile; then nobody goes, and the
+// members wait for the rest of the gang again. Waiting members are told
+// how many siblings other Permit plugins still hold.
+func (pl *gangScheduling) HoldChanged(ctx context.Context, wp framework.WaitingPod) {
+	pod := wp.GetPod()
+	podGroupName, ok := framework.PodGroupNameOf(pod)
+	if !ok {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	podGroup, err := pl.podGroupManager.PodGroups().Get(pod.Namespace, podGroupName)
+	if err != nil || podGroup.Spec.SchedulingPolicy.Gang == nil {
+		// It was there at Permit; without it the member waits for its
+		// timeout, as upstream's would.
+		logger.V(4).Info("PodGroup of a waiting member not found", "pod", klog.KObj(pod), "err", err)
+		return
+	}
+	podGroupState, err := pl.podGroupManager.PodGroupStates().Get(pod.Namespace, podGroupName)
+	if err != nil {
+		logger.V(4).Info("Pod group state of a waiting member not found", "pod", klog.KObj(pod), "err", err)
+		return
+	}
+	minCount := int(podGroup.Spec.SchedulingPolicy.Gang.MinCount)
+	if podGroupState.ScheduledPodsCount() < minCount {
+		// Fewer are scheduled than may count: nothing to let go.
+		return
+	}
+	key := framework.PodGroupKey(pod.Namespace, podGroupName)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	g := pl.gang(key, podGroupState)
+	waiting := append(g.ready, g.held...)
+	if g.counted >= minCount && pl.handle.AllowWaitingPodsTogether(Name, g.ready) {
+		if pl.admitted[key] == nil {
+			pl.admitted[key] = sets.New[types.UID]()
+		}
+		for _, m := range g.ready {
+			pl.admitted[key].Insert(m.GetPod().UID)
+		}
+		logger.V(4).Info("Quorum is met for a gang. Allowing other pods from a gang waiting on permit", "pod", klog.KObj(pod), "schedulingGroup", podGroupName, "allowedPods", len(g.ready))
+		waiting = g.held
+	}
+	msg := msgWaiting
+	if len(g.held) > 0 {
+		msg = fmt.Sprintf("%s: %d of minCount %d counted, %d more held by other Permit plugins", msgWaiting, g.counted, minCount, len(g.held))
+	}
+	for _, m := range waiting {
+		m.SetPendingMessage(Name, msg)
+	}
 }
 
 // PlacementFeasible enforces minCount in the pod-group cycle: Success once

@@ -1,6 +1,7 @@
 package gangscheduling
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -436,5 +438,156 @@ func TestPermitReadsThePodGroupFromTheSnapshot(t *testing.T) {
 	want := `running Permit plugin "GangScheduling": failed to get podGroup ns1/pg1: pod group object not found for pod group podgroup/ns1/pg1`
 	if got.Code() != framework.Error || got.Message() != want {
 		t.Errorf("Permit: %v, want Error %q", got, want)
+	}
+}
+
+// holderName is a Permit plugin standing for any other that holds pods
+// (ManualApproval, a quota) until the test allows or rejects them.
+const holderName = "Holder"
+
+type holder struct{ holds map[types.UID]bool }
+
+func (*holder) Name() string { return holderName }
+
+func (h *holder) Permit(_ context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) (*framework.Status, time.Duration) {
+	if h.holds[pod.UID] {
+		return framework.NewStatus(framework.Wait, "held"), time.Hour
+	}
+	return nil, 0
+}
+
+// TestGangGoesTogetherWithOtherPermitPlugins: members another Permit
+// plugin holds count toward minCount only once it let them go, and the
+// gang goes in one step when the last one counts; until then none goes,
+// whatever was let go of them one by one. Members it still holds do not
+// keep the others back.
+func TestGangGoesTogetherWithOtherPermitPlugins(t *testing.T) {
+	member := func(name string) *v1.Pod {
+		return st.MakePod().Namespace("ns1").Name(name).UID(name).PodGroupName("pg1").Obj()
+	}
+	p1, p2, p3 := member("p1"), member("p2"), member("p3")
+	type step struct {
+		allow, reject types.UID
+		// wantWaiting are the members still waiting afterwards, with the
+		// plugins holding each; wantAllowed those let go.
+		wantWaiting map[types.UID][]string
+		wantAllowed []types.UID
+	}
+	tests := []struct {
+		name     string
+		minCount int32
+		held     []types.UID
+		// wantAtPermit is what holds each member once all three passed
+		// RunPermitPlugins, in order p1, p2, p3.
+		wantAtPermit map[types.UID][]string
+		steps        []step
+	}{
+		{
+			name:     "every member held: the last one let go by the other plugin lets the gang go",
+			minCount: 3,
+			held:     []types.UID{"p1", "p2", "p3"},
+			wantAtPermit: map[types.UID][]string{
+				"p1": {Name, holderName}, "p2": {Name, holderName}, "p3": {Name, holderName},
+			},
+			steps: []step{
+				{allow: "p1", wantWaiting: map[types.UID][]string{"p1": {Name}, "p2": {Name, holderName}, "p3": {Name, holderName}}},
+				{allow: "p2", wantWaiting: map[types.UID][]string{"p1": {Name}, "p2": {Name}, "p3": {Name, holderName}}},
+				{allow: "p3", wantAllowed: []types.UID{"p1", "p2", "p3"}},
+			},
+		},
+		{
+			name:     "a member rejected after the others were let go lets none go",
+			minCount: 3,
+			held:     []types.UID{"p1", "p2", "p3"},
+			wantAtPermit: map[types.UID][]string{
+				"p1": {Name, holderName}, "p2": {Name, holderName}, "p3": {Name, holderName},
+			},
+			steps: []step{
+				{allow: "p1"},
+				{allow: "p2"},
+				{reject: "p3", wantWaiting: map[types.UID][]string{"p1": {Name}, "p2": {Name}}},
+			},
+		},
+		{
+			name:     "a member still held does not keep a complete gang back",
+			minCount: 2,
+			held:     []types.UID{"p1"},
+			wantAtPermit: map[types.UID][]string{
+				"p1": {Name, holderName},
+			},
+			steps: []step{
+				// Past the quorum, it goes alone once let go, as upstream's.
+				{allow: "p1", wantAllowed: []types.UID{"p1"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			pg := st.MakePodGroup().Namespace("ns1").Name("pg1").MinCount(tt.minCount).Obj()
+			podGroups := st.NewPodGroups([]*schedulingv1beta1.PodGroup{pg}, []*v1.Pod{p1, p2, p3})
+			h := &holder{holds: map[types.UID]bool{}}
+			for _, uid := range tt.held {
+				h.holds[uid] = true
+			}
+			r := registry.New(map[string]runtime.Factory{
+				Name: New,
+				holderName: func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
+					return h, nil
+				},
+			})
+			snapshot := st.NewSnapshot(nil, nil).WithPodGroups(podGroups)
+			fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0), st.Plugin(holderName, 0)), snapshot, workloadGates, runtime.WithPodGroupManager(podGroups))
+
+			results := map[types.UID]chan *framework.Status{}
+			for _, p := range []*v1.Pod{p1, p2, p3} {
+				podGroups.Assume(p, "node1")
+				s := fwk.RunPermitPlugins(ctx, framework.NewCycleState(), p, "node1")
+				if !s.IsSuccess() && !s.IsWait() {
+					t.Fatalf("Permit of %s: %v", p.Name, s)
+				}
+				if s.IsWait() {
+					results[p.UID] = make(chan *framework.Status, 1)
+					go func() { results[p.UID] <- fwk.WaitOnPermit(ctx, p) }()
+				}
+			}
+			waiting := func() map[types.UID][]string {
+				got := map[types.UID][]string{}
+				for _, p := range []*v1.Pod{p1, p2, p3} {
+					if wp := fwk.GetWaitingPod(p.UID); wp != nil && len(wp.GetPendingPlugins()) > 0 {
+						got[p.UID] = wp.GetPendingPlugins()
+					}
+				}
+				return got
+			}
+			if diff := cmp.Diff(tt.wantAtPermit, waiting(), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("held after Permit (-want +got):\n%s", diff)
+			}
+			for i, sp := range tt.steps {
+				if sp.allow != "" {
+					fwk.GetWaitingPod(sp.allow).Allow(holderName)
+				}
+				if sp.reject != "" {
+					fwk.GetWaitingPod(sp.reject).Reject(holderName, "no")
+					if s := <-results[sp.reject]; !s.IsRejected() {
+						t.Fatalf("step %d: rejected member: %v", i, s)
+					}
+				}
+				for _, uid := range sp.wantAllowed {
+					if s := <-results[uid]; !s.IsSuccess() {
+						t.Errorf("step %d: member %s: %v, want it allowed", i, uid, s)
+					}
+				}
+				if sp.wantWaiting != nil || sp.wantAllowed != nil {
+					if diff := cmp.Diff(sp.wantWaiting, waiting(), cmpopts.EquateEmpty()); diff != "" {
+						t.Errorf("step %d: waiting (-want +got):\n%s", i, diff)
+					}
+				}
+			}
+			// Members left waiting are released so no goroutine outlives the test.
+			for uid := range waiting() {
+				fwk.GetWaitingPod(uid).Reject("", "test over")
+			}
+		})
 	}
 }
