@@ -189,3 +189,54 @@ func (r *SchedulingProfileReconciler) watchWorkloadAPI(mgr manager.Manager) erro
 		}
 	}))
 }
+
+// WarmPodGroups returns a Runnable that, on every replica, leader or
+// standby, asks the API server every period (DefaultWorkloadAPIPeriod when
+// 0) whether it serves the workload API and, once it does, calls start (the
+// scheduling loop's StartPodGroupInformer): a standby then holds PodGroups
+// as warm as it holds pods and nodes, and a failover does not start with
+// a cold PodGroup cache. Nothing waits for it, so a replica is ready and
+// ordinary profiles are built whether or not the API is served. Add it
+// only with the GenericWorkload gate on. It asks d through a WorkloadAPI
+// of its own: sharing the reconciler's would hide from it the change that
+// has waiting profiles built.
+func WarmPodGroups(d discovery.DiscoveryInterface, period time.Duration, start func(context.Context) error) manager.Runnable {
+	if period <= 0 {
+		period = DefaultWorkloadAPIPeriod
+	}
+	return warmPodGroups{api: NewWorkloadAPI(d), period: period, start: start}
+}
+
+type warmPodGroups struct {
+	api    *WorkloadAPI
+	period time.Duration
+	start  func(context.Context) error
+}
+
+var _ manager.LeaderElectionRunnable = warmPodGroups{}
+
+// NeedLeaderElection is false: standbys keep their caches warm.
+func (warmPodGroups) NeedLeaderElection() bool { return false }
+
+func (r warmPodGroups) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	ticker := time.NewTicker(r.period)
+	defer ticker.Stop()
+	for {
+		if _, err := r.api.refresh(ctx); err != nil {
+			logger.V(2).Info("Cannot tell yet whether the API server serves the workload API", "err", err)
+		} else if missing, _ := r.api.Missing(ctx); len(missing) == 0 {
+			// Missing answers from the cache refresh just filled.
+			if err := r.start(ctx); err != nil {
+				logger.Error(err, "Cannot start the PodGroup informer; retrying")
+			} else {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}

@@ -1,14 +1,18 @@
 package controllers
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // TestWorkloadAPI checks what the discovery cache says as the API server
@@ -79,5 +83,58 @@ func TestWorkloadAPI(t *testing.T) {
 				t.Errorf("not served (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestWarmPodGroups: the runnable starts the PodGroup informer once the
+// API server serves the workload API, not before, retries a start that
+// failed, and runs on standbys.
+func TestWarmPodGroups(t *testing.T) {
+	disco := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
+	var mu sync.Mutex
+	served, starts, failStart := false, 0, true
+	disco.AddReactor("get", "resource", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if served {
+			disco.Resources = []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1",
+				APIResources: []metav1.APIResource{{Name: "workloads"}, {Name: "podgroups"}}}}
+		}
+		return false, nil, nil
+	})
+	start := func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts++
+		if failStart {
+			failStart = false
+			return errors.New("the PodGroup informer did not sync")
+		}
+		return nil
+	}
+	r := WarmPodGroups(disco, 10*time.Millisecond, start)
+	if r.(manager.LeaderElectionRunnable).NeedLeaderElection() {
+		t.Error("the runnable needs the Lease: standbys would start cold")
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Start(t.Context()) }()
+
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	if starts != 0 {
+		t.Errorf("started the informer %d times before the API server served the API", starts)
+	}
+	served = true
+	mu.Unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runnable did not finish once the API was served")
+	}
+	if starts != 2 {
+		t.Errorf("started the informer %d times, want 2 (a failed start, then one that succeeded)", starts)
 	}
 }

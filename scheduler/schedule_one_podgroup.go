@@ -557,21 +557,15 @@ func (s *Scheduler) submitPodGroupAlgorithmResult(ctx context.Context, ref profi
 	}
 }
 
-// usesPlacements reports whether the profile places pod groups by
-// placement, as upstream does for every group with
-// TopologyAwareWorkloadScheduling: the profile runs the gate's points.
-func usesPlacements(fwk framework.Framework) bool {
-	p := fwk.ListPlugins()
-	return p != nil && len(p.PlacementGenerate.Enabled)+len(p.PlacementScore.Enabled) > 0
-}
-
 // podGroupSchedulingAlgorithm places the group's pods by placement when
-// the profile does, else in the one implicit placement of every node. The
+// the profile runs TopologyAwareWorkloadScheduling's points (upstream
+// decides by the gate, for every profile), else in the one implicit
+// placement of every node. The
 // reverts undo what the returned result assumed in the snapshot.
 func (s *Scheduler) podGroupSchedulingAlgorithm(ctx context.Context, fwk framework.Framework, podGroupCycleState *framework.CycleState, pgi *framework.PodGroupInfo, pgInfo *framework.QueuedPodGroupInfo) (*podGroupAlgorithmResult, revertFns) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if usesPlacements(fwk) {
+	if fwk.HasPlacementPlugins() {
 		return s.podGroupSchedulingPlacementAlgorithm(ctx, fwk, podGroupCycleState, pgi, pgInfo)
 	}
 	placementCycleState := framework.NewCycleState()

@@ -172,6 +172,12 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if sched.WorkloadGates().GenericWorkload {
+		// Standbys cache PodGroups too, once served, as they cache pods.
+		if err := mgr.Add(controllers.WarmPodGroups(clientset.Discovery(), 0, sched.StartPodGroupInformer)); err != nil {
+			return nil, err
+		}
+	}
 	// The replica about to schedule reads the API server's version once,
 	// when it starts to lead (at start without leader election): a
 	// standby's event would not pass the Lease fence, and it is the leader

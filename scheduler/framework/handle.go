@@ -174,6 +174,11 @@ type Framework interface {
 	HasPostFilterPlugins() bool
 	// HasScorePlugins reports whether any Score plugin is configured.
 	HasScorePlugins() bool
+	// HasPlacementPlugins reports whether any PlacementGenerate or
+	// PlacementScore plugin is configured: the instance places pod groups
+	// by placement, as upstream does for every group with the
+	// TopologyAwareWorkloadScheduling gate on.
+	HasPlacementPlugins() bool
 	// PercentageOfNodesToScore returns the profile's value, or nil.
 	PercentageOfNodesToScore() *int32
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,

@@ -693,3 +693,52 @@ func TestWildCardEventsOfWorkloadAwareInstances(t *testing.T) {
 		})
 	}
 }
+
+func TestHasPlacementPlugins(t *testing.T) {
+	extra := map[string]framework.Plugin{
+		"Generate":       &placementGeneratePlugin{name: "Generate"},
+		"PScore":         &placementScorePlugin{name: "PScore"},
+		"GangScheduling": gang(),
+	}
+	tests := []struct {
+		name    string
+		plugins *configv1.Plugins
+		gates   WorkloadGates
+		want    bool
+	}{
+		{
+			name:    "GenericWorkload alone does not build the placement points",
+			plugins: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), MultiPoint: enabled("GangScheduling", "Generate", "PScore")},
+			gates:   genericGate,
+		},
+		{
+			name:    "both gates, GangScheduling only",
+			plugins: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), MultiPoint: withGangOnly},
+			gates:   bothGates,
+		},
+		{
+			name:    "both gates with a PlacementGenerate plugin",
+			plugins: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), MultiPoint: enabled("GangScheduling", "Generate")},
+			gates:   bothGates,
+			want:    true,
+		},
+		{
+			name:    "both gates with a PlacementScore plugin only",
+			plugins: &configv1.Plugins{QueueSort: enabled("Sort"), Bind: enabled("Binder"), MultiPoint: enabled("GangScheduling", "PScore")},
+			gates:   bothGates,
+			want:    true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fw, err := newTestFramework(t.Context(), baseRegistry(extra), tt.plugins, WithWorkloadGates(tt.gates))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = fw.Close() }()
+			if got := fw.HasPlacementPlugins(); got != tt.want {
+				t.Errorf("HasPlacementPlugins() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

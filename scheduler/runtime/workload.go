@@ -89,3 +89,12 @@ func workloadAware(merged *configv1.Plugins, g WorkloadGates) bool {
 // Pods of an instance that does not are scheduled one at a time, whatever
 // their scheduling group.
 func (f *frameworkImpl) WorkloadAware() bool { return f.workloadAware }
+
+// HasPlacementPlugins says whether the instance places pod groups by
+// placement: it runs a PlacementGenerate or PlacementScore plugin, which
+// only a workload-aware profile with TopologyAwareWorkloadScheduling on
+// builds. Upstream places every group so when the gate is on; here a
+// profile opts in by naming the gate's plugins.
+func (f *frameworkImpl) HasPlacementPlugins() bool {
+	return len(f.placementGeneratePlugins)+len(f.placementScorePlugins) > 0
+}

@@ -53,6 +53,9 @@ const (
 	// permitTimeoutDuration is how long a member waits at Permit for the
 	// rest of its gang before it is rejected.
 	permitTimeoutDuration = 5 * time.Minute
+	// ReasonWaitingForPods is the reason of the event on a gang's
+	// PodGroup while fewer than minCount of its pods exist.
+	ReasonWaitingForPods = "WaitingForPods"
 )
 
 // gangScheduling reads pod groups from two views: podGroupManager, the
@@ -209,10 +212,26 @@ func (pl *gangScheduling) PreEnqueue(_ context.Context, pod *v1.Pod) *framework.
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	if podGroupState.AllPodsCount() < int(policy.Gang.MinCount) {
+	if n := podGroupState.AllPodsCount(); n < int(policy.Gang.MinCount) {
+		pl.recordWaitingForPods(podGroup, pod, n)
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, "waiting for minCount pods from a gang to appear in scheduling queue")
 	}
 	return nil
+}
+
+// recordWaitingForPods tells the PodGroup's owner, beyond upstream, which
+// writes nothing while a gang lacks pods, how many of minCount exist: a
+// minCount above the pods that will ever come otherwise waits silently.
+// The event relates to the pod asked about: the recorder folds events
+// that differ only in their note into one series keeping the first note,
+// so one event per pod keeps each new count visible.
+func (pl *gangScheduling) recordWaitingForPods(podGroup *schedulingv1beta1.PodGroup, pod *v1.Pod, pods int) {
+	r := pl.handle.EventRecorder()
+	if r == nil {
+		return
+	}
+	r.Eventf(podGroup, pod, v1.EventTypeNormal, ReasonWaitingForPods, "Scheduling",
+		"waiting for minCount pods from a gang to appear in scheduling queue: %d of minCount %d pods exist", pods, podGroup.Spec.SchedulingPolicy.Gang.MinCount)
 }
 
 // Permit holds a member of a gang until minCount of the group's pods are

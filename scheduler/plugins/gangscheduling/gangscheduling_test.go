@@ -13,6 +13,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
@@ -587,6 +588,56 @@ func TestGangGoesTogetherWithOtherPermitPlugins(t *testing.T) {
 			// Members left waiting are released so no goroutine outlives the test.
 			for uid := range waiting() {
 				fwk.GetWaitingPod(uid).Reject("", "test over")
+			}
+		})
+	}
+}
+
+// TestPreEnqueueRecordsWaitingForPods: while a gang lacks pods, PreEnqueue
+// keeps upstream's verdict and tells the PodGroup how many of minCount
+// exist; a gang with its pods, or a group without a gang policy, gets no
+// event.
+func TestPreEnqueueRecordsWaitingForPods(t *testing.T) {
+	gangOf4 := st.MakePodGroup().Namespace("ns1").Name("pg1").MinCount(4).Obj()
+	basic := st.MakePodGroup().Namespace("ns1").Name("pg2").BasicPolicy().Obj()
+	member := func(name, group string) *v1.Pod {
+		return st.MakePod().Namespace("ns1").Name(name).UID(name).PodGroupName(group).Obj()
+	}
+	tests := []struct {
+		name       string
+		pods       []*v1.Pod
+		wantStatus *framework.Status
+		wantEvents []string
+	}{
+		{
+			name:       "3 of minCount 4",
+			pods:       []*v1.Pod{member("p1", "pg1"), member("p2", "pg1"), member("p3", "pg1")},
+			wantStatus: framework.NewStatus(framework.UnschedulableAndUnresolvable, "waiting for minCount pods from a gang to appear in scheduling queue"),
+			wantEvents: []string{"Normal WaitingForPods waiting for minCount pods from a gang to appear in scheduling queue: 3 of minCount 4 pods exist"},
+		},
+		{
+			name: "4 of minCount 4",
+			pods: []*v1.Pod{member("p1", "pg1"), member("p2", "pg1"), member("p3", "pg1"), member("p4", "pg1")},
+		},
+		{
+			name: "no gang policy",
+			pods: []*v1.Pod{member("b1", "pg2")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recorder := events.NewFakeRecorder(10)
+			fwk := newFramework(t, st.NewPodGroups([]*schedulingv1beta1.PodGroup{gangOf4, basic}, tt.pods), runtime.WithEventRecorder(recorder))
+			got := fwk.PreEnqueuePlugins()[0].PreEnqueue(t.Context(), tt.pods[0])
+			if diff := cmp.Diff(tt.wantStatus, got); diff != "" {
+				t.Errorf("PreEnqueue (-want +got):\n%s", diff)
+			}
+			var gotEvents []string
+			for len(recorder.Events) > 0 {
+				gotEvents = append(gotEvents, <-recorder.Events)
+			}
+			if diff := cmp.Diff(tt.wantEvents, gotEvents); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
 	}
