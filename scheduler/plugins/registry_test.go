@@ -437,7 +437,7 @@ func TestWorkloadPlugins(t *testing.T) {
 		"PreEnqueue":        {"SchedulingGates", "DynamicResources", "DefaultPreemption", "GangScheduling"},
 		"Permit":            {"GangScheduling"},
 		"PlacementGenerate": {"TopologyPlacementGenerator"},
-		"PlacementScore":    {"PodGroupPodsCount(1)"},
+		"PlacementScore":    {"NodeResourcesFit(1)", "PodGroupPodsCount(1)"},
 	}
 	gotPoints := map[string][]string{
 		"PreEnqueue":        names(got.PreEnqueue),
