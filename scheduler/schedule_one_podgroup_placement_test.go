@@ -235,7 +235,7 @@ func newPlacementScheduler(t *testing.T, nodes []string, pg *schedulingv1beta1.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fwk.WorkloadAware() || !usesPlacements(fwk) {
+	if !fwk.WorkloadAware() || !fwk.HasPlacementPlugins() {
 		t.Fatalf("the instance is not workload-aware with placements: %+v", fwk.ListPlugins())
 	}
 	for _, n := range nodes {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	schedcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
@@ -102,8 +103,11 @@ func TestOmittedDefaultPluginsFor(t *testing.T) {
 	}
 }
 
-func newDefaultFramework(tb testing.TB, profile *configv1.KubeSchedulerProfile, snapshot *st.Snapshot, opts ...runtime.Option) framework.Framework {
+func newDefaultFramework(tb testing.TB, profile *configv1.KubeSchedulerProfile, snapshot framework.SharedLister, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
+	if snapshot == nil {
+		snapshot = st.NewSnapshot(nil, nil)
+	}
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot,
 		append([]runtime.Option{runtime.WithDefaultPlugins(plugins.DefaultPlugins())}, opts...)...)
 }
@@ -531,7 +535,8 @@ func TestDefaultPreemptionGenericWorkload(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			podGroups := st.NewPodGroups(nil, nil)
-			fwk := newDefaultFramework(t, tt.profile, st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
+			// The scheduler cache's snapshot: pod-group preemption mutates it.
+			fwk := newDefaultFramework(t, tt.profile, schedcache.NewEmptySnapshot(),
 				runtime.WithWorkloadGates(tt.gates), runtime.WithPodGroupManager(podGroups))
 			if fwk.WorkloadAware() != tt.wantAware {
 				t.Fatalf("WorkloadAware() = %v, want %v", fwk.WorkloadAware(), tt.wantAware)
