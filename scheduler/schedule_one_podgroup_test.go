@@ -11,6 +11,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
@@ -43,6 +44,15 @@ func (onePodPerNode) Filter(_ context.Context, _ *framework.CycleState, _ *v1.Po
 // workload-aware profile (GangScheduling and extra) that fits one pod per
 // node, on nodes node-0 to node-(nodes-1).
 func startWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Scheduler, *fake.Clientset) {
+	t.Helper()
+	s, cs, publish := startUnpublishedWorkloadLoop(t, nodes)
+	publish()
+	return s, cs
+}
+
+// startUnpublishedWorkloadLoop is startWorkloadLoop with the profile built
+// but published only when the returned function is called.
+func startUnpublishedWorkloadLoop(t *testing.T, nodes int) (*Scheduler, *fake.Clientset, func()) {
 	t.Helper()
 	var objs []k8sruntime.Object
 	for i := range nodes {
@@ -90,7 +100,6 @@ func startWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Sch
 	if err := s.StartPodGroupInformer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.Profiles().Publish(testProfile, fwk)
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()
 	t.Cleanup(func() {
@@ -108,7 +117,7 @@ func startWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Sch
 		}
 	})
 	poll(t, "the pod group informer to watch", func() bool { return watching(cs, "podgroups") })
-	return s, cs
+	return s, cs, func() { s.Profiles().Publish(testProfile, fwk) }
 }
 
 // gangPod is a member of pod group pg of the test profile.
@@ -189,6 +198,27 @@ func TestPodGroupScheduledAsAUnit(t *testing.T) {
 		}
 		want := &metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"}
 		poll(t, "the PodGroup to say it was scheduled", func() bool { return cmp.Equal(want, initiallyScheduled(t, cs, "pg")) })
+	})
+
+	// Pods already pending when their profile appears, as when a
+	// workload-aware profile is created for waiting gangs: no pod add event
+	// comes after the profile exists to release the gated group.
+	t.Run("pending before its profile", func(t *testing.T) {
+		s, cs, publish := startUnpublishedWorkloadLoop(t, 4)
+		createAll(t, cs, gang("pg")...)
+		poll(t, "the informer to see the pods", func() bool {
+			pods, err := s.podLister.List(labels.Everything())
+			return err == nil && len(pods) == len(names)
+		})
+		publish()
+		poll(t, "the gang to be bound", func() bool {
+			for _, node := range boundNodes(cs, names...) {
+				if node == "" {
+					return false
+				}
+			}
+			return true
+		})
 	})
 
 	t.Run("does not fit", func(t *testing.T) {

@@ -511,11 +511,25 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 		return
 	}
 	n := 0
+	// The last pending member of each pod group, whose add event the
+	// group's gang waits for (see below).
+	lastMembers := map[framework.EntityKey]*v1.Pod{}
 	for _, pod := range pods {
 		if pod.Spec.SchedulerName == name && pod.Spec.NodeName == "" {
+			// As the pod's add event would have, had the profile existed.
+			s.cache.AddPodGroupMember(pod)
 			s.queue.Add(logger, pod)
 			n++
+			if pgName, ok := framework.PodGroupNameOf(pod); ok && s.workloadGates.GenericWorkload {
+				lastMembers[framework.PodGroupKey(pod.Namespace, pgName)] = pod
+			}
 		}
+	}
+	// A gang's first member gated the group until minCount members appear;
+	// the pod add event that releases it (addPod) came before the profile
+	// existed. One event per group, after all its members are queued.
+	for _, pod := range lastMembers {
+		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
 	}
 	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
 }

@@ -37,7 +37,11 @@ func (p *PriorityQueue) moveToActiveQ(logger klog.Logger, e framework.QueuedEnti
 	p.deleteUnschedulable(key)
 	p.backoffQ.delete(key)
 	pq.activeQ.addOrUpdate(e)
-	logger.V(5).Info("Entity moved to an internal scheduling queue", "type", e.Type(), "entity", klog.KObj(e), "event", event, "queue", activeQ)
+	// Guarded: every pod passes here, and the arguments allocate even
+	// when V(5) is off.
+	if v := logger.V(5); v.Enabled() {
+		v.Info("Entity moved to an internal scheduling queue", "type", e.Type(), "entity", klog.KObj(e), "event", event, "queue", activeQ)
+	}
 	if pInfo, ok := e.(*framework.QueuedPodInfo); ok && (event == EventUnscheduledPodAdd.Label() || event == EventUnscheduledPodUpdate.Label()) {
 		p.nominator.add(logger, pInfo.PodInfo, nil)
 	}

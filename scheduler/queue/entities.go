@@ -15,6 +15,10 @@ import (
 // holds e: a pod's own, or that of a group's first pod. A group's pods
 // normally share it; the pod-group cycle refuses a group whose pods do not.
 func profileOf(e framework.QueuedEntityInfo) string {
+	if pInfo, ok := e.(*framework.QueuedPodInfo); ok {
+		// Without the closure below, which allocates.
+		return pInfo.Pod.Spec.SchedulerName
+	}
 	var name string
 	e.ForEachPodInfo(func(pInfo *framework.QueuedPodInfo) bool {
 		name = pInfo.Pod.Spec.SchedulerName

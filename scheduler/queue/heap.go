@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"container/heap"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,119 +57,175 @@ func sortInfoOf(e framework.QueuedEntityInfo) *framework.QueuedPodInfo {
 }
 
 // entityHeap is a priority queue of entities keyed by entityKey, so an
-// entity can be found, updated or removed in O(log n). It is not safe for
-// concurrent use; the PriorityQueue's lock guards it.
+// entity can be found, updated or removed in O(log n). Every pod passes
+// through it, so it allocates nothing in a steady state: items are
+// pointers that know their position, which a swap updates without touching
+// the index, and removed items are reused. It is not safe for concurrent
+// use; the PriorityQueue's lock guards it.
 type entityHeap struct {
-	data heapData
+	items []*heapItem
+	// index maps an entity's key to its item.
+	index map[entityKey]*heapItem
+	less  framework.LessFunc
+	// free holds removed items for reuse.
+	free []*heapItem
 	// pods counts the pods of the entities in the heap.
 	pods int
 }
 
 func newEntityHeap(less framework.LessFunc) *entityHeap {
-	return &entityHeap{data: heapData{index: make(map[entityKey]int), less: less}}
+	return &entityHeap{index: make(map[entityKey]*heapItem), less: less}
 }
 
+// maxFreeHeapItems bounds the removed items a heap keeps for reuse: enough
+// for a steady stream of pods, not the peak of a burst.
+const maxFreeHeapItems = 256
+
 // heapItem is an entity with the key it is filed under, what the less
-// function compares, and the pod count it was added with.
+// function compares, the pod count it was added with, and its position in
+// items.
 type heapItem struct {
 	entity   framework.QueuedEntityInfo
 	key      entityKey
 	sortInfo *framework.QueuedPodInfo
 	size     int
+	pos      int
 }
 
-// heapData implements heap.Interface.
-type heapData struct {
-	items []heapItem
-	// index maps an entity's key to its position in items.
-	index map[entityKey]int
-	less  framework.LessFunc
-}
+func (h *entityHeap) len() int { return len(h.items) }
 
-func (h *heapData) Len() int { return len(h.items) }
-func (h *heapData) Less(i, j int) bool {
-	return h.less(h.items[i].sortInfo, h.items[j].sortInfo)
-}
-func (h *heapData) Swap(i, j int) {
+func (h *entityHeap) lessAt(i, j int) bool { return h.less(h.items[i].sortInfo, h.items[j].sortInfo) }
+
+func (h *entityHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.index[h.items[i].key] = i
-	h.index[h.items[j].key] = j
+	h.items[i].pos = i
+	h.items[j].pos = j
 }
 
-func (h *heapData) Push(x any) {
-	it := x.(heapItem)
-	h.index[it.key] = len(h.items)
-	h.items = append(h.items, it)
+// up and down are container/heap's, on items.
+func (h *entityHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.lessAt(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
 }
 
-func (h *heapData) Pop() any {
-	n := len(h.items) - 1
-	it := h.items[n]
-	h.items[n] = heapItem{}
-	h.items = h.items[:n]
-	delete(h.index, it.key)
-	return it
+func (h *entityHeap) down(i0, n int) bool {
+	i := i0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.lessAt(j2, j1) {
+			j = j2 // right child
+		}
+		if !h.lessAt(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
 }
 
-func (h *entityHeap) len() int { return len(h.data.items) }
+func (h *entityHeap) fix(i int) {
+	if !h.down(i, len(h.items)) {
+		h.up(i)
+	}
+}
 
 // addOrUpdate inserts e, or replaces the entry with the same key and
 // restores the order (its sort key may have changed).
 func (h *entityHeap) addOrUpdate(e framework.QueuedEntityInfo) {
-	it := heapItem{entity: e, key: keyOf(e), sortInfo: sortInfoOf(e), size: e.Size()}
-	h.pods += it.size
-	if i, ok := h.data.index[it.key]; ok {
-		h.pods -= h.data.items[i].size
-		h.data.items[i] = it
-		heap.Fix(&h.data, i)
+	key, size := keyOf(e), e.Size()
+	h.pods += size
+	if it, ok := h.index[key]; ok {
+		h.pods -= it.size
+		it.entity, it.sortInfo, it.size = e, sortInfoOf(e), size
+		h.fix(it.pos)
 		return
 	}
-	heap.Push(&h.data, it)
+	var it *heapItem
+	if n := len(h.free); n > 0 {
+		it = h.free[n-1]
+		h.free[n-1] = nil
+		h.free = h.free[:n-1]
+	} else {
+		it = &heapItem{}
+	}
+	*it = heapItem{entity: e, key: key, sortInfo: sortInfoOf(e), size: size, pos: len(h.items)}
+	h.index[key] = it
+	h.items = append(h.items, it)
+	h.up(it.pos)
 }
 
 func (h *entityHeap) get(key entityKey) framework.QueuedEntityInfo {
-	if i, ok := h.data.index[key]; ok {
-		return h.data.items[i].entity
+	if it, ok := h.index[key]; ok {
+		return it.entity
 	}
 	return nil
 }
 
 func (h *entityHeap) has(key entityKey) bool {
-	_, ok := h.data.index[key]
+	_, ok := h.index[key]
 	return ok
+}
+
+// removeAt removes the item at position i and returns its entity.
+func (h *entityHeap) removeAt(i int) framework.QueuedEntityInfo {
+	n := len(h.items) - 1
+	if n != i {
+		h.swap(i, n)
+		if !h.down(i, n) {
+			h.up(i)
+		}
+	}
+	it := h.items[n]
+	h.items[n] = nil
+	h.items = h.items[:n]
+	delete(h.index, it.key)
+	h.pods -= it.size
+	e := it.entity
+	*it = heapItem{}
+	if len(h.free) < maxFreeHeapItems {
+		h.free = append(h.free, it)
+	}
+	return e
 }
 
 // delete removes the entity with key and returns it, or nil if it was not there.
 func (h *entityHeap) delete(key entityKey) framework.QueuedEntityInfo {
-	i, ok := h.data.index[key]
+	it, ok := h.index[key]
 	if !ok {
 		return nil
 	}
-	it := heap.Remove(&h.data, i).(heapItem)
-	h.pods -= it.size
-	return it.entity
+	return h.removeAt(it.pos)
 }
 
 func (h *entityHeap) peek() framework.QueuedEntityInfo {
-	if len(h.data.items) == 0 {
+	if len(h.items) == 0 {
 		return nil
 	}
-	return h.data.items[0].entity
+	return h.items[0].entity
 }
 
 func (h *entityHeap) pop() framework.QueuedEntityInfo {
-	if len(h.data.items) == 0 {
+	if len(h.items) == 0 {
 		return nil
 	}
-	it := heap.Pop(&h.data).(heapItem)
-	h.pods -= it.size
-	return it.entity
+	return h.removeAt(0)
 }
 
 // list returns the entities in no particular order.
 func (h *entityHeap) list() []framework.QueuedEntityInfo {
-	out := make([]framework.QueuedEntityInfo, len(h.data.items))
-	for i, it := range h.data.items {
+	out := make([]framework.QueuedEntityInfo, len(h.items))
+	for i, it := range h.items {
 		out[i] = it.entity
 	}
 	return out
@@ -179,6 +233,9 @@ func (h *entityHeap) list() []framework.QueuedEntityInfo {
 
 // reorder switches to a new order (a profile's new QueueSort plugin).
 func (h *entityHeap) reorder(less framework.LessFunc) {
-	h.data.less = less
-	heap.Init(&h.data)
+	h.less = less
+	n := len(h.items)
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i, n)
+	}
 }

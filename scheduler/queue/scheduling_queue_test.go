@@ -98,7 +98,7 @@ func fixed(p framework.Plugin) runtime.Factory {
 
 // newProfile builds a real framework instance named name with the given
 // QueueSort and extra plugins (plus a binder).
-func newProfile(t *testing.T, name string, sort framework.QueueSortPlugin, extra ...framework.Plugin) framework.Framework {
+func newProfile(t testing.TB, name string, sort framework.QueueSortPlugin, extra ...framework.Plugin) framework.Framework {
 	t.Helper()
 	r := runtime.Registry{}
 	plugins := []configv1.Plugin{{Name: sort.Name()}, {Name: "Binder"}}
