@@ -45,14 +45,14 @@ func (onePodPerNode) Filter(_ context.Context, _ *framework.CycleState, _ *v1.Po
 // node, on nodes node-0 to node-(nodes-1).
 func startWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Scheduler, *fake.Clientset) {
 	t.Helper()
-	s, cs, publish := startUnpublishedWorkloadLoop(t, nodes)
+	s, cs, publish := startUnpublishedWorkloadLoop(t, nodes, extra...)
 	publish()
 	return s, cs
 }
 
 // startUnpublishedWorkloadLoop is startWorkloadLoop with the profile built
 // but published only when the returned function is called.
-func startUnpublishedWorkloadLoop(t *testing.T, nodes int) (*Scheduler, *fake.Clientset, func()) {
+func startUnpublishedWorkloadLoop(t *testing.T, nodes int, extra ...framework.Plugin) (*Scheduler, *fake.Clientset, func()) {
 	t.Helper()
 	var objs []k8sruntime.Object
 	for i := range nodes {
