@@ -172,7 +172,7 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring("podgroup.scheduling.k8s.io/trainer-workers created"))
 		Expect(out).To(ContainSubstring("pod/trainer-3 created"))
 	}},
-	{"kubectl wait --for=create waitingpod/trainer-0 waitingpod/trainer-1 waitingpod/trainer-2 waitingpod/trainer-3", func(out string) {
+	{"for i in 0 1 2 3; do kubectl wait --for=create waitingpod/trainer-$i; done", func(out string) {
 		Expect(strings.Count(out, "condition met")).To(Equal(4), out)
 	}},
 	{"kubectl wait --for=condition=Waiting waitingpods -l app=trainer", func(out string) {

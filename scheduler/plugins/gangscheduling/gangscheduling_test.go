@@ -548,8 +548,9 @@ func TestGangGoesTogetherWithOtherPermitPlugins(t *testing.T) {
 					t.Fatalf("Permit of %s: %v", p.Name, s)
 				}
 				if s.IsWait() {
-					results[p.UID] = make(chan *framework.Status, 1)
-					go func() { results[p.UID] <- fwk.WaitOnPermit(ctx, p) }()
+					result := make(chan *framework.Status, 1)
+					results[p.UID] = result
+					go func() { result <- fwk.WaitOnPermit(ctx, p) }()
 				}
 			}
 			waiting := func() map[types.UID][]string {
