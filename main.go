@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +20,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,10 +86,6 @@ type options struct {
 	webhookCertSecret    string
 	webhookConfiguration string
 	webhookService       string
-
-	// featureGates are the kube-scheduler gates the operator lets people
-	// set, as kube-scheduler's --feature-gates.
-	featureGates featuregate.MutableFeatureGate
 }
 
 func main() {
@@ -112,7 +106,7 @@ func main() {
 	// with exit code 0.
 	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
 	flag.Usage = func() {}
-	o := options{featureGates: scheduler.NewFeatureGate()}
+	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint listens on; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics; false serves plain HTTP to anyone.")
 	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty means a self-signed certificate made at start.")
@@ -137,7 +131,6 @@ func main() {
 	flag.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "profile-scheduler-webhook-cert", "Secret in the operator's namespace where it keeps the webhook's CA and certificate, when --webhook-cert-dir is empty.")
 	flag.StringVar(&o.webhookConfiguration, "webhook-configuration", "profile-scheduler-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle the operator keeps, when --webhook-cert-dir is empty.")
 	flag.StringVar(&o.webhookService, "webhook-service", "profile-scheduler-webhook-service", "Service in the operator's namespace the API server calls the webhook through: the certificate's DNS names, when --webhook-cert-dir is empty.")
-	flag.Func("feature-gates", "Comma-separated key=value pairs of kube-scheduler feature gates, as kube-scheduler's flag; only these may be set (AllBeta sets OpportunisticBatching unless it is given; AllAlpha sets nothing, no alpha gate is settable), any other name is refused and the other gates keep kube-scheduler 1.37's defaults:\n"+strings.Join(o.featureGates.KnownFeatures(), "\n"), o.featureGates.Set)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	if code, stop := parseFlags(os.Args[1:]); stop {
@@ -294,11 +287,13 @@ func schedulerOptions(o options) ([]scheduler.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	gates := o.validation.WorkloadGates()
 	opts := []scheduler.Option{
 		scheduler.WithParallelism(o.parallelism),
 		scheduler.WithExtenderPolicy(policy),
 		scheduler.WithOwnSchedulerNamePrefixes(operator.SplitList(o.ownSchedulerNamePrefixes)...),
-		scheduler.WithOpportunisticBatching(o.featureGates.Enabled(scheduler.OpportunisticBatching)),
+		scheduler.WithOpportunisticBatching(o.validation.OpportunisticBatching()),
+		scheduler.WithWorkloadGates(gates.GenericWorkload, gates.TopologyAwareWorkloadScheduling),
 	}
 	if o.percentageOfNodesToScore != 0 {
 		opts = append(opts, scheduler.WithPercentageOfNodesToScore(int32(o.percentageOfNodesToScore)))

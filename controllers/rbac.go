@@ -56,6 +56,17 @@ package controllers
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=update;patch
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/binding,verbs=update;patch
 //
+// Workload-aware scheduling (scheduling.k8s.io/v1beta1), exactly what
+// upstream 1.37.2's system:kube-scheduler gets with GenericWorkload on: it
+// reads PodGroups and writes their status (the PodGroupScheduled
+// condition). Beyond upstream, which does not read Workloads, the operator
+// reads them to release a gang held at Permit whose Workload is deleted and
+// to warn of a PodGroup naming a missing one.
+//
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups/status,verbs=patch;update
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=workloads,verbs=get;list;watch
+//
 // In the operator's own namespace only, through a Role of the same name
 // (system is config/rbac's placeholder, which config/default replaces with
 // the operator's namespace): the leader-election Lease, which the elector

@@ -77,6 +77,17 @@ type SchedulingProfileReconciler struct {
 	shadows map[string]runningShadow
 	// maxShadows is how many shadows run at most (WithMaxShadows).
 	maxShadows int
+
+	// workloadAPI says whether the API server serves the workload API,
+	// asked again every workloadAPIPeriod while workloadAware (guarded by
+	// mu), the objects whose current spec is workload-aware, is not
+	// empty (WithWorkloadAPI).
+	workloadAPI       *WorkloadAPI
+	workloadAPIPeriod time.Duration
+	workloadAware     sets.Set[string]
+	// workloadAPIServed is called before a workload-aware profile is built
+	// while the API server serves the workload API (WithWorkloadAPI).
+	workloadAPIServed func(context.Context) error
 }
 
 type extenderFailures struct {
@@ -113,6 +124,7 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 		served:            map[string]servedProfile{},
 		owners:            map[string]string{},
 		failingExtenders:  map[string]extenderFailures{},
+		workloadAware:     sets.New[string](),
 		wake:              make(chan event.GenericEvent, wakeBuffer),
 	}
 	for _, o := range opts {
@@ -126,6 +138,9 @@ func NewSchedulingProfileReconciler(c client.Client, set *profiles.Set, build Bu
 // newer one takes the name over when the older one goes or moves.
 func (r *SchedulingProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.stopShadowsAtShutdown(mgr); err != nil {
+		return err
+	}
+	if err := r.watchWorkloadAPI(mgr); err != nil {
 		return err
 	}
 	secrets, err := r.watchSecrets(mgr)
@@ -347,12 +362,24 @@ func servingGeneration(served servedProfile, serving bool) int64 {
 // buildSpec compiles plan, sp's current spec, with opts after its own,
 // recording in read (unless nil) what it took from each Secret, or says
 // why it may not serve: it is too large (reason SpecTooLarge) or invalid
-// (InvalidSpec), with every refusal in the message. The checks are the
-// compiler's, as in the admission webhook, plus what only building it
-// here shows: the extenders' TLS Secrets. An error is a failure that is
+// (InvalidSpec), with every refusal in the message, or workload-aware
+// while the API server does not serve the workload API
+// (WorkloadAPINotServed, alone). The checks are the compiler's, as in the
+// admission webhook, plus what only building it here shows: the
+// extenders' TLS Secrets and the workload API. An error is a failure that is
 // not the spec's, worth retrying.
 func (r *SchedulingProfileReconciler) buildSpec(ctx context.Context, sp *schedulingv1alpha1.SchedulingProfile, plan *profilebuild.Plan, read map[string]secretVersion, opts ...runtime.Option) (fwk framework.Framework, reason, msg string, err error) {
-	fwk, refusals, err := profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read),
+	r.noteWorkloadAware(sp.Name, plan.WorkloadAware)
+	// Not built at all while the API is missing: its informers could
+	// never sync.
+	refusals, err := r.workloadAPIRefusal(ctx, plan)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if len(refusals) > 0 {
+		return nil, refusals.Reason(), refusals.Message(fmt.Sprintf("Generation %d", sp.Generation)), nil
+	}
+	fwk, refusals, err = profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read),
 		append([]runtime.Option{runtime.WithExtenderObserver(r.extenderObserver(sp.Name, sp.Generation))}, opts...)...)
 	if err != nil {
 		return nil, "", "", err
@@ -425,6 +452,7 @@ func (r *SchedulingProfileReconciler) stopServing(ctx context.Context, objName, 
 	sp, ok := r.served[objName]
 	delete(r.served, objName)
 	delete(r.failingExtenders, objName)
+	r.workloadAware.Delete(objName)
 	owned := ok && r.owners[sp.schedulerName] == objName
 	if owned {
 		delete(r.owners, sp.schedulerName)

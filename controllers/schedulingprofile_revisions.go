@@ -41,6 +41,14 @@ func (r *SchedulingProfileReconciler) restore(ctx context.Context, sp, orig *sch
 		return servedProfile{}, false
 	}
 	plan, _ := r.planner.PlanSpec(sp, last)
+	refusals, err := r.workloadAPIRefusal(ctx, plan)
+	if err == nil && len(refusals) > 0 {
+		err = errors.New(refusals.Message(fmt.Sprintf("Generation %d", orig.Status.ServingGeneration)))
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The last valid generation cannot be built now", "schedulingProfile", klog.KObj(sp), "generation", orig.Status.ServingGeneration)
+		return servedProfile{}, false
+	}
 	read := map[string]secretVersion{}
 	fwk, refusals, err := profilebuild.Compile(ctx, r.build, plan, r.secretReader(sp.Name, read), runtime.WithExtenderObserver(r.extenderObserver(sp.Name, orig.Status.ServingGeneration)))
 	if err == nil && len(refusals) > 0 {

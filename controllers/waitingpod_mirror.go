@@ -30,6 +30,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/gangscheduling"
 )
 
 // Condition reasons the mirror writes on WaitingPods.
@@ -60,6 +61,7 @@ type WaitingPodMirror struct {
 	recorder events.EventRecorder
 	holders  PermitHolders
 	claims   ClaimAllocations
+	groups   WorkloadGroups
 	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
 
 	// mu guards records.
@@ -90,6 +92,11 @@ type record struct {
 	// gang. The label is the pod author's to write; which instance holds
 	// the pod is not.
 	gang bool
+	// workloadGang is set when the instance holding the pod runs
+	// GangScheduling at Permit: only then does the pod's own
+	// spec.schedulingGroup make it a member of a scheduling.k8s.io
+	// PodGroup's gang here.
+	workloadGang bool
 	// observed is set once the scheduler reported a wait.
 	observed bool
 	resolved bool
@@ -143,15 +150,17 @@ type PermitHolders interface {
 }
 
 // NewWaitingPodMirror returns a mirror that writes with c, records on
-// WaitingPods with recorder, asks holders which Permit plugins hold a pod
-// and claims which devices its ResourceClaims would get. Register it with
-// SetupWithManager.
-func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder, holders PermitHolders, claims ClaimAllocations) *WaitingPodMirror {
+// WaitingPods with recorder, asks holders which Permit plugins hold a pod,
+// claims which devices its ResourceClaims would get and groups, if not nil,
+// which scheduling.k8s.io PodGroup and Workload to tell of a hold for
+// approval. Register it with SetupWithManager.
+func NewWaitingPodMirror(c client.Client, recorder events.EventRecorder, holders PermitHolders, claims ClaimAllocations, groups WorkloadGroups) *WaitingPodMirror {
 	return &WaitingPodMirror{
 		client:   c,
 		recorder: recorder,
 		holders:  holders,
 		claims:   claims,
+		groups:   groups,
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "waitingpod-mirror"}),
 		records:  map[types.NamespacedName]*record{},
 	}
@@ -236,9 +245,10 @@ func (m *WaitingPodMirror) PodWaiting(profile string, wp framework.WaitingPod) {
 	// plugins do not say. (The member that completes a gang itself is
 	// never seen waiting.)
 	gang := m.holders.WaitingPodRunsPermit(pod.UID, coscheduling.Name)
+	workloadGang := !gang && m.holders.WaitingPodRunsPermit(pod.UID, gangscheduling.Name)
 	m.update(pod.Namespace, pod.Name, func(rec *record) {
 		rec.observe(pod)
-		rec.profile, rec.node, rec.deadlines, rec.messages, rec.gang = profile, node, deadlines, messages, gang
+		rec.profile, rec.node, rec.deadlines, rec.messages, rec.gang, rec.workloadGang = profile, node, deadlines, messages, gang, workloadGang
 		rec.observed, rec.resolved, rec.resolution, rec.message = true, false, 0, ""
 	})
 }
@@ -528,6 +538,7 @@ func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedNa
 		return err
 	case want == podShownHeld:
 		m.recorder.Eventf(rec.pod, nil, corev1.EventTypeNormal, schedulingv1alpha1.ReasonWaitingAtPermit, "Hold", "%s", note)
+		m.showOnWorkloadGroup(rec)
 	case rec.resolution == framework.PermitTimedOut:
 		m.recorder.Eventf(rec.pod, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonPermitTimedOut, "Hold", "%s", note)
 	}
@@ -574,13 +585,27 @@ func podCondition(rec *record, name string, now time.Time) (*applycorev1.PodCond
 	}
 }
 
-// podGroupOf is the PodGroup the record's pod is a member of: the one its
+// podGroupOf is the PodGroup the record's pod is a member of, as
+// status.podGroup names it. A scheduler-plugins PodGroup is the one its
 // label names, when the instance holding it runs Coscheduling and the group
-// exists. Only then does Coscheduling hold the pod for that group; the
+// exists: only then does Coscheduling hold the pod for that group; the
 // label alone is the pod author's claim, which must not let a pod ride a
-// decision made for someone else's gang.
+// decision made for someone else's gang. A scheduling.k8s.io PodGroup is
+// the one the pod's own spec.schedulingGroup names, when the instance
+// holding it runs GangScheduling (whose PreEnqueue and Permit let no pod of
+// a missing group reach a hold), named with approval.WorkloadPodGroup so
+// that it never reads as a scheduler-plugins group.
 func (m *WaitingPodMirror) podGroupOf(ctx context.Context, rec *record) (string, error) {
-	if rec.pod == nil || !rec.gang {
+	if rec.pod == nil {
+		return "", nil
+	}
+	if rec.workloadGang {
+		if name, ok := framework.PodGroupNameOf(rec.pod); ok {
+			return approval.WorkloadPodGroup(name), nil
+		}
+		return "", nil
+	}
+	if !rec.gang {
 		return "", nil
 	}
 	name := rec.pod.Labels[podgroupv1alpha1.PodGroupLabel]

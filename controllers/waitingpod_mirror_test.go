@@ -73,7 +73,7 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			},
 		}).Build()
-	f.mirror = NewWaitingPodMirror(f.client, f.recorder, f.gangs, f.claims)
+	f.mirror = NewWaitingPodMirror(f.client, f.recorder, f.gangs, f.claims, nil)
 	return f
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
@@ -123,10 +125,11 @@ func (e *batchEnv) publish(profile *configv1.KubeSchedulerProfile) {
 func (e *batchEnv) schedule(pod *v1.Pod) string {
 	e.t.Helper()
 	e.s.queue.Add(e.s.logger, pod)
-	pi, err := e.s.queue.Pop(e.s.logger)
+	entity, err := e.s.queue.Pop(e.s.logger)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	pi := entity.(*framework.QueuedPodInfo)
 	defer e.s.queue.Done(pi.Pod.UID)
 	state := framework.NewCycleState()
 	podsToActivate := framework.NewPodsToActivate()
@@ -458,5 +461,79 @@ func TestSearchWithoutScoring(t *testing.T) {
 	}
 	if e.s.picker.nextStartNodeIndex != 1 {
 		t.Errorf("the next search starts at %d, want 1: the first node fits", e.s.picker.nextStartNodeIndex)
+	}
+}
+
+// TestBatchingInPodGroupCycle: the pods of a group share their pod-group
+// cycle's number; as upstream with GenericWorkload on, each identical pod
+// after the first takes the hint the one before it left, instead of
+// finding the results unusable because no cycle went by.
+func TestBatchingInPodGroupCycle(t *testing.T) {
+	var objs []k8sruntime.Object
+	for _, n := range batchNodes(8) {
+		objs = append(objs, n)
+	}
+	cs := fake.NewClientset(objs...)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, cs, plugins.NewInTreeRegistry(), WithDefaultPlugins(plugins.DefaultPlugins()), WithMetrics(m), WithWorkloadGates(true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := &configv1.KubeSchedulerProfile{
+		SchedulerName: ptr.To(batchProfile),
+		Plugins: &configv1.Plugins{MultiPoint: configv1.PluginSet{
+			Enabled:  []configv1.Plugin{{Name: "GangScheduling"}},
+			Disabled: []configv1.Plugin{{Name: "PodTopologySpread"}},
+		}},
+	}
+	fwk, err := profilebuild.Builder(s)(ctx, profile, runtime.WithWorkloadGates(s.WorkloadGates()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fwk.WorkloadAware() {
+		t.Fatal("the profile is not workload-aware")
+	}
+	if err := s.StartPodGroupInformer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Profiles().Publish(batchProfile, fwk)
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+		if err := fwk.Close(); err != nil {
+			t.Errorf("closing the instance: %v", err)
+		}
+	})
+	poll(t, "the pod group informer to watch", func() bool { return watching(cs, "podgroups") })
+
+	names := []string{"p0", "p1", "p2", "p3"}
+	group := []k8sruntime.Object{st.MakePodGroup().Namespace(metav1.NamespaceDefault).Name("pg").MinCount(4).Obj()}
+	for _, n := range names {
+		group = append(group, st.MakePod().Namespace(metav1.NamespaceDefault).Name(n).UID(n).SchedulerName(batchProfile).PodGroupName("pg").
+			Label("app", "web").Container("nginx").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj())
+	}
+	createAll(t, cs, group...)
+	poll(t, "the group to be bound", func() bool { return !slices.Contains(slices.Collect(maps.Values(boundNodes(cs, names...))), "") })
+	var got []string
+	for _, s := range series(t, reg, "scheduler_batch_attempts_total", "scheduler_batch_cache_flushed_total") {
+		if strings.Contains(s, "profile="+batchProfile+",") {
+			got = append(got, strings.Replace(s, "profile="+batchProfile+",", "", 1))
+		}
+	}
+	if diff := cmp.Diff([]string{
+		"scheduler_batch_attempts_total{result=hint_used} 3",
+		"scheduler_batch_attempts_total{result=no_hint} 1",
+	}, got); diff != "" {
+		t.Errorf("batch metrics (-want +got):\n%s", diff)
 	}
 }

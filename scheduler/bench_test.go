@@ -228,10 +228,11 @@ func benchmarkIdenticalPods(b *testing.B, numNodes int, batching bool) {
 		pod := st.MakePod().Name(fmt.Sprint("incoming-", i)).UID(fmt.Sprint("incoming-", i)).SchedulerName(name).Container("app:1").
 			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}).Obj()
 		s.queue.Add(logger, pod)
-		qpi, err := s.queue.Pop(logger)
+		entity, err := s.queue.Pop(logger)
 		if err != nil {
 			b.Fatal(err)
 		}
+		qpi := entity.(*framework.QueuedPodInfo)
 		state := framework.NewCycleState()
 		podsToActivate := framework.NewPodsToActivate()
 		state.Write(framework.PodsToActivateKey, podsToActivate)

@@ -204,7 +204,12 @@ func (s *Scheduler) addPod(obj any) {
 		s.addAssignedPodToCache(pod)
 	} else if s.responsibleForPod(pod) {
 		s.logger.V(3).Info("Add event for unscheduled pod", "pod", klog.KObj(pod))
+		s.cache.AddPodGroupMember(pod)
 		s.queue.Add(s.logger, pod)
+		if s.workloadGates.GenericWorkload {
+			// A new member may complete a gang whose pods wait for it.
+			s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
+		}
 	}
 }
 
@@ -230,7 +235,7 @@ func (s *Scheduler) updatePod(oldObj, newObj any) {
 		// The binding arrived: this confirms an assumed pod.
 		s.addAssignedPodToCache(newPod)
 		if s.responsibleForPod(oldPod) {
-			s.queue.Delete(oldPod)
+			s.queue.Delete(s.logger, oldPod)
 		}
 		// A placement, whoever made it: after the cache counts the pod,
 		// which the shadows' snapshots then take out again.
@@ -268,6 +273,7 @@ func (s *Scheduler) updatePodInSchedulingQueue(oldPod, newPod *v1.Pod) {
 	if oldPod.ResourceVersion == newPod.ResourceVersion {
 		return
 	}
+	s.cache.UpdatePodGroupMember(s.logger, oldPod, newPod)
 	if s.cache.IsAssumedPod(newPod) {
 		// Being bound; if it is being deleted, give its room back now.
 		if newPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
@@ -285,10 +291,17 @@ func (s *Scheduler) updatePodInSchedulingQueue(oldPod, newPod *v1.Pod) {
 
 func (s *Scheduler) deletePodFromSchedulingQueue(pod *v1.Pod) {
 	s.logger.V(3).Info("Delete event for unscheduled pod", "pod", klog.KObj(pod))
-	s.queue.Delete(pod)
+	s.queue.Delete(s.logger, pod)
 	if s.cache.IsAssumedPod(pod) {
 		s.handleAssumedPodDeletion(pod)
-	} else if pod.Status.NominatedNodeName != "" {
+		// A waiting pod rejected above is forgotten later by its binding
+		// cycle, which would leave it in its pod group as unscheduled
+		// (upstream does): it leaves now, and the forget finds nothing.
+		s.cache.RemovePodGroupMember(pod)
+		return
+	}
+	s.cache.RemovePodGroupMember(pod)
+	if pod.Status.NominatedNodeName != "" {
 		s.queue.MoveAllToActiveOrBackoffQueue(s.logger, queue.EventAssignedPodDelete, pod, nil, lowerOrEqualPriority(pod))
 	}
 }
@@ -303,7 +316,8 @@ func (s *Scheduler) handleAssumedPodDeletion(pod *v1.Pod) {
 		return
 	}
 	if wp, _ := s.profiles.GetWaitingPod(pod.UID); wp == nil || !wp.Reject("", "pod was deleted") {
-		if err := s.cache.ForgetPod(s.logger, assumed); err != nil {
+		// Deleted, it also leaves its pod group, unlike a forgotten pod.
+		if err := s.cache.RemoveAssumedPod(s.logger, assumed); err != nil {
 			s.logger.Error(err, "Forgetting a deleted assumed pod", "pod", klog.KObj(pod))
 		}
 	}

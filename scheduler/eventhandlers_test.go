@@ -525,10 +525,11 @@ func BenchmarkStorageEventHandler(b *testing.B) {
 		s.queue.Add(logger, st.MakePod().Name(fmt.Sprint("pod-", i)).SchedulerName(name).Obj())
 	}
 	for i := range st.BenchNodes {
-		pi, err := s.queue.Pop(logger)
+		entity, err := s.queue.Pop(logger)
 		if err != nil {
 			b.Fatal(err)
 		}
+		pi := entity.(*framework.QueuedPodInfo)
 		pi.UnschedulablePlugins.Insert(plugins[i%2].Name())
 		if err := s.queue.AddUnschedulableIfNotPresent(logger, pi, s.queue.SchedulingCycle()); err != nil {
 			b.Fatal(err)

@@ -21,11 +21,19 @@ const (
 	scheduledResult     = "scheduled"
 	unschedulableResult = "unschedulable"
 	errorResult         = "error"
+	// waitingOnPreemptionResult is a pod group's that waits for its
+	// preemption victims to go.
+	waitingOnPreemptionResult = "waiting_on_preemption"
 )
 
 func (s *Scheduler) observeAttempt(result, profile string, seconds float64) {
 	s.metrics.ScheduleAttempts.WithLabelValues(result, profile).Inc()
 	s.metrics.SchedulingAttemptDuration.WithLabelValues(result, profile).Observe(seconds)
+}
+
+func (s *Scheduler) observePodGroupAttempt(result, profile string, seconds float64) {
+	s.metrics.PodGroupScheduleAttempts.WithLabelValues(result, profile).Inc()
+	s.metrics.PodGroupSchedulingAttemptDuration.WithLabelValues(result, profile).Observe(seconds)
 }
 
 // attemptsLabel buckets the attempt count as upstream ("15+" beyond 15).

@@ -15,6 +15,7 @@ import (
 	internalcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/profiles"
 	"github.com/schedprofiles/profile-scheduler/scheduler/queue"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
@@ -41,13 +42,11 @@ type ScheduleResult struct {
 	nominatingInfo *framework.NominatingInfo
 }
 
-// scheduleOne schedules the next pod. It returns false once the queue is
-// closed. The pod's profile instance is held from here until its binding
-// cycle ends, so a newly published instance never changes an attempt
-// midway and the old one is closed only when no attempt uses it.
+// scheduleOne schedules the next entity the queue pops: a pod, or a pod
+// group (scheduleOnePodGroup). It returns false once the queue is closed.
 func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
-	podInfo, err := s.queue.Pop(logger)
+	entity, err := s.queue.Pop(logger)
 	if err != nil {
 		if errors.Is(err, queue.ErrClosed) {
 			return false
@@ -55,6 +54,23 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		logger.Error(err, "Taking the next pod from the queue")
 		return true
 	}
+	switch e := entity.(type) {
+	case *framework.QueuedPodGroupInfo:
+		s.scheduleOnePodGroup(ctx, e)
+	case *framework.QueuedPodInfo:
+		s.scheduleOnePod(ctx, e)
+	default:
+		logger.Error(nil, "Unexpected entity", "type", fmt.Sprintf("%T", entity))
+	}
+	return true
+}
+
+// scheduleOnePod schedules one pod. The pod's profile instance is held
+// from here until its binding cycle ends, so a newly published instance
+// never changes an attempt midway and the old one is closed only when no
+// attempt uses it.
+func (s *Scheduler) scheduleOnePod(ctx context.Context, podInfo *framework.QueuedPodInfo) {
+	logger := klog.FromContext(ctx)
 	pod := podInfo.Pod
 	s.progress.begin(pod)
 	defer s.progress.end()
@@ -63,7 +79,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		// The profile went away after the pod was queued; its pods
 		// return with it.
 		s.queue.Done(pod.UID)
-		return true
+		return
 	}
 	fwk := ref.Framework()
 	logger = klog.LoggerWithValues(logger, "pod", klog.KObj(pod), "profile", fwk.ProfileName())
@@ -71,7 +87,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	if s.skipPodSchedule(ctx, fwk, pod) {
 		s.queue.Done(pod.UID)
 		ref.Release()
-		return true
+		return
 	}
 	logger.V(3).Info("Attempting to schedule pod")
 
@@ -87,9 +103,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	if !status.IsSuccess() {
 		s.handleSchedulingFailure(ctx, fwk, assumedPodInfo, status, result.nominatingInfo, start)
 		ref.Release()
-		return true
+		return
 	}
+	s.runBindingCycle(ctx, ref, state, result, assumedPodInfo, start, podsToActivate)
+}
 
+// runBindingCycle binds an assumed pod on its own goroutine, holding ref,
+// which it releases when the binding cycle ends.
+func (s *Scheduler) runBindingCycle(ctx context.Context, ref profiles.Ref, state *framework.CycleState, result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time, podsToActivate *framework.PodsToActivate) {
+	fwk := ref.Framework()
 	s.bindings.Add(1)
 	go func() {
 		defer s.bindings.Done()
@@ -102,7 +124,6 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		fwk.RemovePodInPreBind(assumedPodInfo.Pod.UID)
 		s.queue.Done(assumedPodInfo.Pod.UID)
 	}()
-	return true
 }
 
 // skipPodSchedule reports whether pod must not be scheduled now: it is
@@ -121,70 +142,131 @@ func (s *Scheduler) skipPodSchedule(ctx context.Context, fwk framework.Framework
 	return false
 }
 
-// schedulingCycle finds a node, assumes the pod there and runs Reserve and
-// Permit. It makes no API call. On failure it returns the pod info to
-// requeue and the status; Reserve and the assumption are undone.
+// schedulingCycle finds a node on an up-to-date snapshot, assumes the pod
+// there and runs Reserve and Permit. It makes no API call. On failure it
+// returns the pod info to requeue and the status; Reserve and the
+// assumption are undone.
 func (s *Scheduler) schedulingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo, podsToActivate *framework.PodsToActivate) (ScheduleResult, *framework.QueuedPodInfo, *framework.Status) {
+	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.picker.snapshot); err != nil {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, podInfo, framework.AsStatus(err)
+	}
+	result, status := s.schedulingAlgorithm(ctx, state, fwk, podInfo)
+	if !status.IsSuccess() {
+		return result, podInfo, status
+	}
+	assumedPodInfo, status := s.prepareForBindingCycle(ctx, state, fwk, podInfo, podsToActivate, result)
+	if !status.IsSuccess() {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, status
+	}
+	return result, assumedPodInfo, nil
+}
+
+// schedulingAlgorithm runs Filter and Score for one pod, then PostFilter
+// when no node fits, except in a pod-group cycle, which runs
+// PodGroupPostFilter for the whole group instead.
+func (s *Scheduler) schedulingAlgorithm(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo) (ScheduleResult, *framework.Status) {
 	logger := klog.FromContext(ctx)
 	pod := podInfo.Pod
 	result, err := s.schedulePod(ctx, fwk, state, pod)
-	if err != nil {
-		if errors.Is(err, ErrNoNodesAvailable) {
-			return ScheduleResult{nominatingInfo: clearNominatedNode}, podInfo, framework.NewStatus(framework.UnschedulableAndUnresolvable).WithError(err)
-		}
-		var fitErr *framework.FitError
-		if !errors.As(err, &fitErr) {
-			return ScheduleResult{nominatingInfo: clearNominatedNode}, podInfo, framework.AsStatus(err)
-		}
-		if !fwk.HasPostFilterPlugins() {
-			return ScheduleResult{}, podInfo, framework.NewStatus(framework.Unschedulable).WithError(err)
-		}
-		// PostFilter (preemption) may make room for a later attempt.
-		postResult, postStatus := fwk.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
-		fitErr.Diagnosis.PostFilterMsg = postStatus.Message()
-		if postStatus.Code() == framework.Error {
-			logger.Error(nil, "Status after running PostFilter plugins for pod", "status", postStatus.Message())
-		} else {
-			logger.V(5).Info("Status after running PostFilter plugins for pod", "status", postStatus.Message())
-		}
-		var ni *framework.NominatingInfo
-		if postResult != nil {
-			ni = postResult.NominatingInfo
-		}
-		return ScheduleResult{nominatingInfo: ni}, podInfo, framework.NewStatus(framework.Unschedulable).WithError(err)
+	if err == nil {
+		return result, nil
 	}
+	if errors.Is(err, ErrNoNodesAvailable) {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, framework.NewStatus(framework.UnschedulableAndUnresolvable).WithError(err)
+	}
+	var fitErr *framework.FitError
+	if !errors.As(err, &fitErr) {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, framework.AsStatus(err)
+	}
+	if state.IsPodGroupSchedulingCycle() {
+		// No nomination yet: PodGroupPostFilter may give one, and
+		// submitPodGroupAlgorithmResult decides, as upstream.
+		return ScheduleResult{}, framework.NewStatus(framework.Unschedulable).WithError(err)
+	}
+	if !fwk.HasPostFilterPlugins() {
+		return ScheduleResult{nominatingInfo: clearNominatedNode}, framework.NewStatus(framework.Unschedulable).WithError(err)
+	}
+	// PostFilter (preemption) may make room for a later attempt.
+	postResult, postStatus := fwk.RunPostFilterPlugins(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+	fitErr.Diagnosis.PostFilterMsg = postStatus.Message()
+	if postStatus.Code() == framework.Error {
+		logger.Error(nil, "Status after running PostFilter plugins for pod", "status", postStatus.Message())
+	} else {
+		logger.V(5).Info("Status after running PostFilter plugins for pod", "status", postStatus.Message())
+	}
+	var ni *framework.NominatingInfo
+	if postResult != nil {
+		ni = postResult.NominatingInfo
+	}
+	return ScheduleResult{nominatingInfo: ni}, framework.NewStatus(framework.Unschedulable).WithError(err)
+}
 
-	// Count the pod on its node now, so the next cycle sees the room it
-	// takes, before the binding is even sent.
+// prepareForBindingCycle assumes the pod on its node, runs Reserve and
+// Permit, and activates the pods plugins asked for.
+func (s *Scheduler) prepareForBindingCycle(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo, podsToActivate *framework.PodsToActivate, result ScheduleResult) (*framework.QueuedPodInfo, *framework.Status) {
+	assumedPodInfo, status := s.assumeAndReserve(ctx, state, fwk, podInfo, result)
+	if !status.IsSuccess() {
+		return assumedPodInfo, status
+	}
+	assumedPod := assumedPodInfo.Pod
+	permit := fwk.RunPermitPlugins(ctx, state, assumedPod, result.SuggestedHost)
+	if !permit.IsWait() && !permit.IsSuccess() {
+		if err := s.unreserveAndForget(ctx, state, fwk, assumedPodInfo, result.SuggestedHost); err != nil {
+			klog.FromContext(ctx).Error(err, "Forgetting the assumed pod after Permit failed")
+		}
+		return assumedPodInfo, rejectionOnNode(podInfo.Pod, result.SuggestedHost, permit)
+	}
+	if m := podsToActivate.Take(); len(m) != 0 {
+		s.queue.Activate(klog.FromContext(ctx), m)
+	}
+	return assumedPodInfo, nil
+}
+
+// assumeAndReserve counts the pod on its node now, so the next cycle sees
+// the room it takes before the binding is even sent, and runs Reserve. In
+// a pod-group cycle the pod is assumed in the snapshot only, for the
+// group's later pods (see Snapshot.AssumePod).
+func (s *Scheduler) assumeAndReserve(ctx context.Context, state *framework.CycleState, fwk framework.Framework, podInfo *framework.QueuedPodInfo, result ScheduleResult) (*framework.QueuedPodInfo, *framework.Status) {
+	logger := klog.FromContext(ctx)
 	assumedPodInfo := podInfo.DeepCopy()
 	assumedPod := assumedPodInfo.Pod
 	assumedPod.Spec.NodeName = result.SuggestedHost
-	if err := s.cache.AssumePod(logger, assumedPodInfo.PodInfo); err != nil {
-		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, framework.AsStatus(err)
+	var err error
+	if state.IsPodGroupSchedulingCycle() {
+		err = s.picker.snapshot.AssumePod(assumedPodInfo.PodInfo)
+	} else {
+		err = s.cache.AssumePod(logger, assumedPodInfo.PodInfo)
+	}
+	if err != nil {
+		return assumedPodInfo, framework.AsStatus(err)
 	}
 	s.queue.DeleteNominatedPodIfExists(assumedPod)
 
 	if sts := fwk.RunReservePluginsReserve(ctx, state, assumedPod, result.SuggestedHost); !sts.IsSuccess() {
-		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
-		if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
+		if err := s.unreserveAndForget(ctx, state, fwk, assumedPodInfo, result.SuggestedHost); err != nil {
 			logger.Error(err, "Forgetting the assumed pod after Reserve failed")
 		}
-		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, rejectionOnNode(pod, result.SuggestedHost, sts)
+		return assumedPodInfo, rejectionOnNode(podInfo.Pod, result.SuggestedHost, sts)
 	}
+	return assumedPodInfo, nil
+}
 
-	permit := fwk.RunPermitPlugins(ctx, state, assumedPod, result.SuggestedHost)
-	if !permit.IsWait() && !permit.IsSuccess() {
-		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
-		if err := s.cache.ForgetPod(logger, assumedPod); err != nil {
-			logger.Error(err, "Forgetting the assumed pod after Permit failed")
-		}
-		return ScheduleResult{nominatingInfo: clearNominatedNode}, assumedPodInfo, rejectionOnNode(pod, result.SuggestedHost, permit)
+// unreserveAndForget runs Unreserve and forgets the assumed pod, in the
+// snapshot during a pod-group cycle, where the pod's nomination, which
+// assuming it dropped, is given back.
+func (s *Scheduler) unreserveAndForget(ctx context.Context, state *framework.CycleState, fwk framework.Framework, assumedPodInfo *framework.QueuedPodInfo, nodeName string) error {
+	logger := klog.FromContext(ctx)
+	fwk.RunReservePluginsUnreserve(ctx, state, assumedPodInfo.Pod, nodeName)
+	if !state.IsPodGroupSchedulingCycle() {
+		return s.cache.ForgetPod(logger, assumedPodInfo.Pod)
 	}
-
-	if m := podsToActivate.Take(); len(m) != 0 {
-		s.queue.Activate(logger, m)
+	if err := s.picker.snapshot.ForgetPod(logger, assumedPodInfo.Pod); err != nil {
+		return err
 	}
-	return result, assumedPodInfo, nil
+	if nnn := assumedPodInfo.Pod.Status.NominatedNodeName; nnn != "" {
+		s.queue.AddNominatedPod(logger, assumedPodInfo.PodInfo, &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: nnn})
+	}
+	return nil
 }
 
 // rejectionOnNode turns a rejection on the chosen node (Reserve, Permit)
@@ -204,14 +286,12 @@ func rejectionOnNode(pod *v1.Pod, nodeName string, sts *framework.Status) *frame
 	return framework.NewStatus(sts.Code()).WithError(fitErr)
 }
 
-// schedulePod picks a node for pod on an up-to-date snapshot. With
+// schedulePod picks a node for pod on the snapshot, which the caller
+// updated, within the placement the pod-group cycle assumed. With
 // opportunistic batching (upstream's, see runtime.opportunisticBatch) the
 // pod is signed with the serving instance and its results are stored for
 // the next pod with the same signature, where upstream stores them.
 func (s *Scheduler) schedulePod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod) (ScheduleResult, error) {
-	if err := s.cache.UpdateSnapshot(klog.FromContext(ctx), s.picker.snapshot); err != nil {
-		return ScheduleResult{}, err
-	}
 	// Upstream signs a pod when it is queued; signing here, with the
 	// instance that serves this cycle, gives the same signature and never
 	// compares one instance's signature with another's when a profile is
@@ -286,7 +366,7 @@ func (c candidates) selectHost() (string, *framework.SortedScoredNodes) {
 // and scores them; it returns a *framework.FitError when none is feasible.
 // b is the loop's batching state of the cycle, nil for a shadow.
 func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, b *cycleBatch) (candidates, error) {
-	if p.snapshot.NumNodes() == 0 {
+	if p.snapshot.NumNodesInPlacement() == 0 {
 		return candidates{}, ErrNoNodesAvailable
 	}
 	feasible, diagnosis, err := p.findNodesThatFitPod(ctx, fwk, state, pod, b)
@@ -294,7 +374,7 @@ func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework
 		return candidates{}, err
 	}
 	if len(feasible) == 0 {
-		return candidates{}, &framework.FitError{Pod: pod, NumAllNodes: p.snapshot.NumNodes(), Diagnosis: diagnosis}
+		return candidates{}, &framework.FitError{Pod: pod, NumAllNodes: p.snapshot.NumNodesInPlacement(), Diagnosis: diagnosis}
 	}
 	c := candidates{feasible: feasible, evaluated: len(feasible) + diagnosis.NodeToStatus.Len()}
 	if len(feasible) == 1 {
@@ -313,7 +393,7 @@ func (p *nodePicker) findCandidates(ctx context.Context, fwk framework.Framework
 func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, b *cycleBatch) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	logger := klog.FromContext(ctx)
 	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-	allNodes, err := p.snapshot.List()
+	allNodes, err := p.snapshot.ListNodesInPlacement()
 	if err != nil {
 		return nil, diagnosis, err
 	}
@@ -358,8 +438,9 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 	if !preRes.AllNodes() {
 		nodes = make([]*framework.NodeInfo, 0, len(preRes.NodeNames))
 		for name := range preRes.NodeNames {
-			// A PreFilter result may name nodes that do not exist.
-			if ni, err := p.snapshot.Get(name); err == nil {
+			// A PreFilter result may name nodes that do not exist, or
+			// that are outside the placement tried.
+			if ni, err := p.snapshot.GetNodeInPlacement(name); err == nil {
 				nodes = append(nodes, ni)
 			}
 		}
@@ -395,10 +476,17 @@ func (p *nodePicker) findNodesThatFitPod(ctx context.Context, fwk framework.Fram
 	return passed, diagnosis, nil
 }
 
+// evaluateNominatedNode runs the filters on nodeName alone. A node of the
+// cluster outside the placement a pod-group cycle tries is no error: the
+// pod is then searched for in the placement, as upstream.
 func (p *nodePicker) evaluateNominatedNode(ctx context.Context, fwk framework.Framework, state *framework.CycleState, pod *v1.Pod, nodeName string, diagnosis *framework.Diagnosis) ([]*framework.NodeInfo, error) {
-	ni, err := p.snapshot.Get(nodeName)
+	ni, err := p.snapshot.GetNodeInPlacement(nodeName)
 	if err != nil {
-		return nil, err
+		if _, err := p.snapshot.Get(nodeName); err != nil {
+			return nil, err
+		}
+		klog.FromContext(ctx).V(4).Info("Pod's nominated node is present in the cluster but not available in the current placement", "node", nodeName)
+		return nil, nil
 	}
 	feasible, err := fwk.FindNodesThatPassFilters(ctx, state, pod, diagnosis, []*framework.NodeInfo{ni}, 0, 1)
 	if err != nil {
@@ -640,6 +728,8 @@ func (s *Scheduler) handleSchedulingFailure(ctx context.Context, fwk framework.F
 			podInfo.PendingPlugins = fitErr.Diagnosis.PendingPlugins
 		}
 		logger.V(2).Info("Unable to schedule pod; no fit; waiting", "err", msg)
+	case errors.Is(err, errPodGroupUnschedulable):
+		logger.V(2).Info("Unable to schedule pod belonging to a pod group; waiting", "err", msg)
 	default:
 		logger.Error(err, "Error scheduling pod; retrying")
 	}

@@ -17,6 +17,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	listersv1 "k8s.io/client-go/listers/core/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -58,6 +59,18 @@ type Scheduler struct {
 	podLister       listersv1.PodLister
 	podInformer     cache.SharedIndexInformer
 	nodeInformer    cache.SharedIndexInformer
+	// podGroupHandler is the PodGroup informer's handler registration, set
+	// by StartPodGroupInformer once the API server serves PodGroups; nil
+	// until then. Guarded by mu.
+	podGroupHandler cache.ResourceEventHandlerRegistration
+	// workloadHandler, workloadLister and podGroupLister are set with
+	// podGroupHandler (startWorkloadInformer). Guarded by mu.
+	workloadHandler cache.ResourceEventHandlerRegistration
+	workloadLister  schedulinglisters.WorkloadLister
+	podGroupLister  schedulinglisters.PodGroupLister
+	// workloadRecorder records the events on PodGroups about their
+	// Workload, as the operator.
+	workloadRecorder events.EventRecorderLogger
 	// eventSources only feed the queue (and the plugins' listers): the
 	// storage informers and those passed in with WithEventSource.
 	eventSources []resourceInformer
@@ -72,8 +85,10 @@ type Scheduler struct {
 	queue       *queue.PriorityQueue
 	broadcaster events.EventBroadcaster
 	status      *statusUpdater
-	metrics     *metrics.Metrics
-	unserved    *unservedPods
+	// podGroupStatus writes the PodGroups' scheduling condition.
+	podGroupStatus *podGroupStatusUpdater
+	metrics        *metrics.Metrics
+	unserved       *unservedPods
 	// podsInPreBind is shared by every instance, so that preemption finds
 	// a victim in PreBind whichever instance runs its binding cycle.
 	podsInPreBind *runtime.PodsInPreBind
@@ -81,6 +96,7 @@ type Scheduler struct {
 	parallelism              int
 	percentageOfNodesToScore *int32
 	disableBatching          bool
+	workloadGates            runtime.WorkloadGates
 	defaultPlugins           *configv1.Plugins
 	extenderPolicy           extender.Policy
 
@@ -149,6 +165,10 @@ type options struct {
 	shadowSampleRate              float64
 	shadowQueueLength             int
 	disableBatching               bool
+	// genericWorkload and topologyAwareWorkload are upstream's workload
+	// gates (WithWorkloadGates).
+	genericWorkload       bool
+	topologyAwareWorkload bool
 }
 
 // Option configures New.
@@ -301,6 +321,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		parallelism:              o.parallelism,
 		percentageOfNodesToScore: o.percentageOfNodesToScore,
 		disableBatching:          o.disableBatching,
+		workloadGates:            runtime.WorkloadGates{GenericWorkload: o.genericWorkload, TopologyAwareWorkloadScheduling: o.topologyAwareWorkload},
 		defaultPlugins:           o.defaultPlugins,
 		extenderPolicy:           o.extenderPolicy,
 		metrics:                  o.metrics,
@@ -310,6 +331,7 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		bindSlots:                make(chan struct{}, maxConcurrentBindCalls),
 		podsInPreBind:            runtime.NewPodsInPreBind(),
 	}
+	s.workloadRecorder = s.broadcaster.NewRecorder(scheme.Scheme, workloadEventSource)
 	s.progress.timeout = o.stalledCycleTimeout
 	s.unservedWarningDelay = o.unservedWarningDelay
 	s.shadowSampleRate, s.shadowQueueLength = o.shadowSampleRate, o.shadowQueueLength
@@ -331,10 +353,15 @@ func New(ctx context.Context, client clientset.Interface, registry runtime.Regis
 		queue.WithPodMaxBackoffDuration(o.podMaxBackoff),
 		queue.WithPodMaxInUnschedulablePodsDuration(o.podMaxInUnschedulableDuration),
 		queue.WithMetrics(o.metrics),
+		// A workload-aware instance has its pod groups popped as one
+		// entity, for the pod-group cycle (scheduleOnePodGroup).
+		queue.WithWorkloadAwareProfiles(func(fwk framework.Framework) bool { return fwk.WorkloadAware() }),
 	)
 	s.unserved = newUnservedPods(o.metrics.UnservedPendingPods, s.queue.HasProfile, o.reservedSchedulerNames, o.ownSchedulerNamePrefixes)
-	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod))
+	s.cache = internalcache.New(internalcache.WithAssumedPodTTL(o.assumedPodTTL), internalcache.WithExpiredPodHandler(s.requeueExpiredPod),
+		internalcache.WithPodGroups(o.genericWorkload))
 	s.status = newStatusUpdater(client, s.podLister)
+	s.podGroupStatus = newPodGroupStatusUpdater(client, s.cache.PodGroups())
 
 	if err := s.addEventHandlers(); err != nil {
 		return nil, err
@@ -419,6 +446,7 @@ func (s *Scheduler) FrameworkOptions(schedulerName string) []runtime.Option {
 		runtime.WithExtenderPolicy(s.extenderPolicy),
 		runtime.WithOpportunisticBatching(!s.disableBatching),
 		runtime.WithPodsInPreBind(s.podsInPreBind),
+		runtime.WithPodGroupManager(s.cache),
 	}
 	if s.defaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(s.defaultPlugins))
@@ -463,7 +491,7 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	logger := s.logger.WithValues("profile", name)
 	defer s.unserved.refresh(name)
 	if fwk == nil {
-		s.queue.RemoveProfile(name)
+		s.queue.RemoveProfile(logger, name)
 		logger.V(2).Info("Profile removed from the scheduling queue")
 		return
 	}
@@ -483,11 +511,25 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 		return
 	}
 	n := 0
+	// The last pending member of each pod group, whose add event the
+	// group's gang waits for (see below).
+	lastMembers := map[framework.EntityKey]*v1.Pod{}
 	for _, pod := range pods {
 		if pod.Spec.SchedulerName == name && pod.Spec.NodeName == "" {
+			// As the pod's add event would have, had the profile existed.
+			s.cache.AddPodGroupMember(pod)
 			s.queue.Add(logger, pod)
 			n++
+			if pgName, ok := framework.PodGroupNameOf(pod); ok && s.workloadGates.GenericWorkload {
+				lastMembers[framework.PodGroupKey(pod.Namespace, pgName)] = pod
+			}
 		}
+	}
+	// A gang's first member gated the group until minCount members appear;
+	// the pod add event that releases it (addPod) came before the profile
+	// existed. One event per group, after all its members are queued.
+	for _, pod := range lastMembers {
+		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
 	}
 	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
 }
@@ -520,11 +562,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.unserved.start()
 
 	var background sync.WaitGroup
-	background.Add(4)
+	background.Add(5)
 	go func() { defer background.Done(); s.warnUnserved(ctx, s.unservedWarningDelay) }()
 	go func() { defer background.Done(); s.cache.Run(ctx) }()
 	go func() { defer background.Done(); s.queue.Run(ctx) }()
 	go func() { defer background.Done(); s.status.run(ctx) }()
+	go func() { defer background.Done(); s.podGroupStatus.run(ctx) }()
 	logger.Info("Starting the scheduling loop", "profiles", s.profiles.Names())
 	for s.scheduleOne(ctx) {
 	}
@@ -541,5 +584,7 @@ func (s *Scheduler) requeueExpiredPod(logger klog.Logger, pod *v1.Pod) {
 	if err != nil || current.UID != pod.UID || current.Spec.NodeName != "" {
 		return
 	}
+	// Unbound, it is an unscheduled member of its pod group again.
+	s.cache.AddPodGroupMember(current)
 	s.queue.Add(logger, current)
 }

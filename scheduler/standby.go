@@ -64,6 +64,13 @@ func (s *Scheduler) waitForInformers(ctx context.Context) bool {
 	for _, h := range s.handlers {
 		synced = append(synced, h.HasSynced)
 	}
+	// The PodGroup and Workload handlers count only once the API server serves PodGroups
+	// (StartPodGroupInformer): until then nothing waits for it.
+	s.mu.Lock()
+	if s.podGroupHandler != nil {
+		synced = append(synced, s.podGroupHandler.HasSynced, s.workloadHandler.HasSynced)
+	}
+	s.mu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return false
 	}

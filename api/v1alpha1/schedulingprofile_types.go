@@ -92,12 +92,16 @@ type Plugins struct {
 	MultiPoint PluginSet `json:"multiPoint,omitempty"`
 	// PlacementGenerate, PlacementScore and PodGroupPostFilter are upstream's
 	// pod-group (workload) scheduling points, which kube-scheduler 1.37 runs
-	// only behind feature gates that are off by default (GenericWorkload,
-	// TopologyAwareWorkloadScheduling). As upstream with its default gates, a
-	// plugin upstream implements there (NodeResourcesFit at placementScore,
+	// only behind feature gates that are off by default (GenericWorkload
+	// for podGroupPostFilter, TopologyAwareWorkloadScheduling for the
+	// placement points). They run in a workload-aware profile, one that
+	// enables GangScheduling, TopologyPlacementGenerator or
+	// PodGroupPodsCount, when the operator runs with the point's gate.
+	// Elsewhere, as upstream with its default gates, a plugin upstream
+	// implements there (NodeResourcesFit at placementScore,
 	// DefaultPreemption at podGroupPostFilter) is accepted and does nothing,
 	// so a pasted 1.37 profile loads unchanged; any other plugin is refused,
-	// naming the gate. Pods are scheduled one at a time.
+	// naming what the point needs, and pods are scheduled one at a time.
 	// +optional
 	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
 	// +optional
@@ -326,6 +330,12 @@ const (
 	// ReasonSpecTooLarge: the spec is larger than the operator accepts, so
 	// that its status and its stored copy always fit the API server's limits.
 	ReasonSpecTooLarge = "SpecTooLarge"
+	// ReasonWorkloadAPINotServed: the profile is workload-aware (it enables
+	// a workload plugin, with the operator's gate), and the cluster's API
+	// server does not serve scheduling.k8s.io/v1beta1 Workloads and
+	// PodGroups; the message names the kube-apiserver flags that serve
+	// them. The profile is built once the API server serves them.
+	ReasonWorkloadAPINotServed = "WorkloadAPINotServed"
 	// ReasonSchedulerNameConflict: an older profile claims the same schedulerName.
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
 	// ReasonReservedSchedulerName: the schedulerName is reserved for another scheduler.

@@ -382,7 +382,9 @@ func newManager(ctx context.Context, base *rest.Config, webhookServer webhook.Se
 		Registry:               plugins.NewInTreeRegistry(),
 		ReservedSchedulerNames: []string{corev1.DefaultSchedulerName},
 		WaitingPodRetention:    o.retention,
-		Scheduler:              []scheduler.Option{scheduler.WithExtenderPolicy(policy)},
+		// The local API server serves the workload API
+		// (localcluster.WorkloadAPIServerArgs): profiles may use it.
+		Scheduler: []scheduler.Option{scheduler.WithExtenderPolicy(policy), scheduler.WithWorkloadGates(true, true)},
 		// The registry the manager serves on /metrics.
 		MetricsRegisterer: ctrlmetrics.Registry,
 		AdmissionWebhook:  true,
@@ -464,7 +466,7 @@ func printBanner(out io.Writer, host, kubeconfig string, o options, nodes int, p
 		`kubectl approve waitingpod/train-0 --reason "capacity reviewed"`,
 		"kubectl apply -f config/samples/pods/gang.yaml",
 		"kubectl label nodes node-0 node-1 node-2 gang=workers",
-		"kubectl get waitingpods,podgroups -o wide",
+		"kubectl get waitingpods,pg -o wide",
 	}
 	if o.storage {
 		cmds = append(cmds, "kubectl apply -f config/samples/pods/database.yaml", "kubectl get pvc,pv")

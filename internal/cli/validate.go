@@ -88,7 +88,7 @@ func newChecker(vf operator.ValidationFlags, namespace string) (*checker, error)
 	if err != nil {
 		return nil, err
 	}
-	v, err := operator.OfflineChecker(vf.Reserved(), policy, namespace)
+	v, err := operator.OfflineChecker(vf.Reserved(), policy, vf.WorkloadGates(), namespace)
 	if err != nil {
 		return nil, err
 	}

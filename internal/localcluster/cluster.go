@@ -63,7 +63,8 @@ type Options struct {
 	AssetsDir string
 	// CRDDir holds the CustomResourceDefinitions to install.
 	CRDDir string
-	// APIServerArgs are extra kube-apiserver flags (name without dashes).
+	// APIServerArgs are extra kube-apiserver flags (name without dashes),
+	// after WorkloadAPIServerArgs, which a flag given here replaces.
 	APIServerArgs map[string][]string
 	// Output, when set, receives the control plane's own logs.
 	Output bool
@@ -217,6 +218,9 @@ func (c *Cluster) startAPIServer(assetsDir string, o Options) error {
 	api.Address = "127.0.0.1"
 	if err := c.etcd.configure(env.ControlPlane.Etcd, api); err != nil {
 		return err
+	}
+	for name, values := range WorkloadAPIServerArgs() {
+		api.Configure().Set(name, values...)
 	}
 	for name, values := range o.APIServerArgs {
 		api.Configure().Set(name, values...)

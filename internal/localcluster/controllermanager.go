@@ -78,10 +78,10 @@ func DRAControllers() []string {
 	}
 }
 
-// AllControllers are VolumeControllers, WorkloadControllers and
-// DRAControllers: what the local run starts.
+// AllControllers are VolumeControllers, WorkloadControllers,
+// DRAControllers and PodGroupControllers: what the local run starts.
 func AllControllers() []string {
-	return slices.Concat(VolumeControllers(), WorkloadControllers(), DRAControllers())
+	return slices.Concat(VolumeControllers(), WorkloadControllers(), DRAControllers(), PodGroupControllers())
 }
 
 // controllerManagerStopTimeout is how long Stop waits for
@@ -135,9 +135,9 @@ func EnvironmentControllerManagerConfig(env *envtest.Environment, kubeconfig str
 }
 
 // ControllerManagerArgs are the kube-controller-manager flags of config: no
-// serving port (so it listens on nothing at all), no leader election and
-// no per-controller service accounts (every controller acts as the user of
-// the kubeconfig).
+// serving port (so it listens on nothing at all), no leader election, no
+// per-controller service accounts (every controller acts as the user of
+// the kubeconfig), and the workload gates of the API server.
 func ControllerManagerArgs(config ControllerManagerConfig) []string {
 	controllers := config.Controllers
 	if len(controllers) == 0 {
@@ -150,6 +150,9 @@ func ControllerManagerArgs(config ControllerManagerConfig) []string {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--bind-address=127.0.0.1",
+		// The controllers of PodGroupControllers run only with their
+		// gate; the others are the same with or without it.
+		"--feature-gates=" + WorkloadFeatureGates,
 	}
 	if config.ServiceAccountKeyFile != "" {
 		args = append(args, "--service-account-private-key-file="+config.ServiceAccountKeyFile)

@@ -26,6 +26,7 @@ func TestControllerManagerArgs(t *testing.T) {
 				"--leader-elect=false",
 				"--secure-port=0",
 				"--bind-address=127.0.0.1",
+				"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 			},
 		},
 		{
@@ -42,11 +43,12 @@ func TestControllerManagerArgs(t *testing.T) {
 					"deployment-controller,replicaset-controller,statefulset-controller,job-controller,cronjob-controller,daemonset-controller," +
 					"disruption-controller,pod-garbage-collector-controller,ttl-after-finished-controller," +
 					"namespace-controller,serviceaccount-controller,serviceaccount-token-controller," +
-					"resourceclaim-controller,device-taint-eviction-controller",
+					"resourceclaim-controller,device-taint-eviction-controller,podgroup-protection-controller",
 				"--use-service-account-credentials=false",
 				"--leader-elect=false",
 				"--secure-port=0",
 				"--bind-address=127.0.0.1",
+				"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 				"--service-account-private-key-file=/tmp/api/sa-signer.key",
 				"--root-ca-file=/tmp/kcm/root-ca.crt",
 			},
@@ -61,6 +63,7 @@ func TestControllerManagerArgs(t *testing.T) {
 				"--leader-elect=false",
 				"--secure-port=0",
 				"--bind-address=127.0.0.1",
+				"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 			},
 		},
 	}

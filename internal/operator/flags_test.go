@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 func TestValidationFlags(t *testing.T) {
@@ -42,6 +44,45 @@ func TestValidationFlags(t *testing.T) {
 			}
 			if gotErr != tt.wantErr {
 				t.Errorf("ExtenderPolicy() error %q, want %q", gotErr, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestFeatureGateFlags checks that the operator and the subcommands read
+// --feature-gates alike.
+func TestFeatureGateFlags(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		args         []string
+		wantGates    runtime.WorkloadGates
+		wantBatching bool
+		wantErr      bool
+	}{
+		{name: "defaults", wantBatching: true},
+		{name: "not bound", args: nil, wantBatching: true},
+		{name: "GenericWorkload", args: []string{"--feature-gates=GenericWorkload=true"}, wantGates: runtime.WorkloadGates{GenericWorkload: true}, wantBatching: true},
+		{name: "both", args: []string{"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true,OpportunisticBatching=false"},
+			wantGates: runtime.WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}},
+		{name: "dependency missing", args: []string{"--feature-gates=TopologyAwareWorkloadScheduling=true"}, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var f ValidationFlags
+			if tt.name != "not bound" {
+				fs := flag.NewFlagSet("test", flag.ContinueOnError)
+				f.AddFlags(fs)
+				if err := fs.Parse(tt.args); (err != nil) != tt.wantErr {
+					t.Fatalf("Parse() = %v, want error %t", err, tt.wantErr)
+				}
+				if tt.wantErr {
+					return
+				}
+			}
+			if diff := cmp.Diff(tt.wantGates, f.WorkloadGates()); diff != "" {
+				t.Errorf("workload gates (-want +got):\n%s", diff)
+			}
+			if got := f.OpportunisticBatching(); got != tt.wantBatching {
+				t.Errorf("OpportunisticBatching() = %t, want %t", got, tt.wantBatching)
 			}
 		})
 	}

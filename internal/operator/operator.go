@@ -139,7 +139,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	}
 
 	recorder := mgr.GetEventRecorder(EventSource)
-	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder, sched.Profiles(), sched.ResourceClaims())
+	mirror := controllers.NewWaitingPodMirror(mgr.GetClient(), recorder, sched.Profiles(), sched.ResourceClaims(), sched)
 	if err := mirror.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
@@ -163,13 +163,20 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if namespace == "" {
 		namespace = controllers.OperatorNamespace()
 	}
-	planner := newPlanner(o.ReservedSchedulerNames, sched.ExtenderPolicy(), namespace)
+	planner := newPlanner(o.ReservedSchedulerNames, sched.ExtenderPolicy(), sched.WorkloadGates(), namespace)
 	if err := controllers.NewSchedulingProfileReconciler(mgr.GetClient(), sched.Profiles(), build, recorder, planner,
 		controllers.WithRevisionNamespace(namespace),
 		controllers.WithShadows(func(name, of string) controllers.Shadow { return sched.NewShadow(name, of) }, o.ShadowStatusPeriod),
 		controllers.WithMaxShadows(o.MaxShadows),
+		controllers.WithWorkloadAPI(controllers.NewWorkloadAPI(clientset.Discovery()), 0, sched.StartPodGroupInformer),
 	).SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if sched.WorkloadGates().GenericWorkload {
+		// Standbys cache PodGroups too, once served, as they cache pods.
+		if err := mgr.Add(controllers.WarmPodGroups(clientset.Discovery(), 0, sched.StartPodGroupInformer)); err != nil {
+			return nil, err
+		}
 	}
 	// The replica about to schedule reads the API server's version once,
 	// when it starts to lead (at start without leader election): a
@@ -223,14 +230,16 @@ func registerOperatorPlugins(r runtime.Registry, decisions manualapproval.Decisi
 }
 
 // newPlanner plans profiles as the operator serves them: onto the
-// default plugins, with the omitted default plugins in status.
-func newPlanner(reserved []string, policy extender.Policy, namespace string) *profilebuild.Planner {
+// default plugins, with the omitted default plugins in status, against
+// the operator's workload gates.
+func newPlanner(reserved []string, policy extender.Policy, gates runtime.WorkloadGates, namespace string) *profilebuild.Planner {
 	return profilebuild.NewPlanner(profilebuild.Options{
 		DefaultPlugins:         plugins.DefaultPlugins(),
 		ReservedSchedulerNames: reserved,
 		ExtenderPolicy:         policy,
 		Namespace:              namespace,
 		OmittedDefaultPlugins:  plugins.OmittedDefaultPluginsFor,
+		WorkloadGates:          gates,
 	})
 }
 
@@ -239,12 +248,12 @@ func newPlanner(reserved []string, policy extender.Policy, namespace string) *pr
 // ManualApproval and Coscheduling, which read the cluster only when they
 // run, are built without it. namespace is the operator's, named in
 // messages about extenders' TLS Secrets.
-func OfflineChecker(reserved []string, policy extender.Policy, namespace string) (*profilebuild.Checker, error) {
+func OfflineChecker(reserved []string, policy extender.Policy, gates runtime.WorkloadGates, namespace string) (*profilebuild.Checker, error) {
 	r := plugins.NewInTreeRegistry()
 	if err := registerOperatorPlugins(r, nil, nil); err != nil {
 		return nil, err
 	}
-	return profilebuild.NewChecker(newPlanner(reserved, policy, namespace), profilebuild.Offline(r, nil)), nil
+	return profilebuild.NewChecker(newPlanner(reserved, policy, gates, namespace), profilebuild.Offline(r, nil)), nil
 }
 
 // cacheSyncProbeTimeout bounds how long the readiness check waits for the

@@ -66,8 +66,8 @@ type SecretReader func(ctx context.Context, ref SecretRef) (map[string][]byte, e
 
 // Compile builds the instance plan describes with build: the TLS
 // material read through secrets (nil leaves it out, for checking a spec
-// offline), then the plan's options (extenders, extender policy, default
-// plugins), then opts. It returns the instance, or every refusal of the
+// offline), then the plan's options (extenders, extender policy, workload
+// gates, default plugins), then opts. It returns the instance, or every refusal of the
 // spec: the plan's own, the Secrets', and what building found. A refused
 // spec is still built, without what was refused, and the instance closed,
 // so that one pass reports them all, wherever the spec is checked. An
@@ -76,7 +76,7 @@ type SecretReader func(ctx context.Context, ref SecretRef) (map[string][]byte, e
 func Compile(ctx context.Context, build BuildFunc, plan *Plan, secrets SecretReader, opts ...runtime.Option) (framework.Framework, Refusals, error) {
 	exts, unread := plan.ResolveExtenders(ctx, secrets)
 	refusals := append(slices.Clone(plan.refusals), unread...)
-	all := []runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderPolicy(plan.o.ExtenderPolicy)}
+	all := []runtime.Option{runtime.WithExtenders(exts), runtime.WithExtenderPolicy(plan.o.ExtenderPolicy), runtime.WithWorkloadGates(plan.o.WorkloadGates)}
 	if plan.o.DefaultPlugins != nil {
 		all = append(all, runtime.WithDefaultPlugins(plan.o.DefaultPlugins))
 	}
@@ -209,6 +209,9 @@ func (o *offline) FrameworkOptions(string) []runtime.Option {
 		// Plugins keep the lister to read in their cycles; an empty one
 		// does for building.
 		runtime.WithSnapshotSharedLister(cache.NewEmptySnapshot()),
+		// GangScheduling keeps the cache's pod groups; an empty cache
+		// does for building.
+		runtime.WithPodGroupManager(cache.New(cache.WithPodGroups(true))),
 	}
 }
 

@@ -115,6 +115,9 @@ type Options struct {
 	// OmittedDefaultPlugins says which of upstream's default plugins a
 	// profile would run upstream but does not run here, for status.
 	OmittedDefaultPlugins func(*configv1.KubeSchedulerProfile) []string
+	// WorkloadGates are the workload gates the operator runs with: they
+	// let profiles enable the workload plugins and pod-group points.
+	WorkloadGates runtime.WorkloadGates
 }
 
 // Planner plans profiles. It is safe for concurrent use.
@@ -160,6 +163,9 @@ type Plan struct {
 	Secrets []SecretRef
 	// OmittedDefaultPlugins is status.omittedDefaultPlugins.
 	OmittedDefaultPlugins []string
+	// WorkloadAware says whether the profile schedules pod groups (see
+	// runtime.WorkloadAware), and so needs the cluster to serve their API.
+	WorkloadAware bool
 
 	o *Options
 	// refusals are the plan's own: Compile reports them with what
@@ -195,6 +201,7 @@ func (p *Planner) PlanSpec(sp *schedulingv1alpha1.SchedulingProfile, spec *sched
 	if p.o.OmittedDefaultPlugins != nil {
 		plan.OmittedDefaultPlugins = p.o.OmittedDefaultPlugins(plan.Profile)
 	}
+	plan.WorkloadAware = runtime.WorkloadAware(p.o.DefaultPlugins, plan.Profile.Plugins, p.o.WorkloadGates)
 	plan.refusals = refusals
 	return plan, refusals
 }

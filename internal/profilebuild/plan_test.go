@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/operator"
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
+	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // TestValidate checks specs offline, without a cluster, as
@@ -23,7 +24,7 @@ func TestValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := operator.OfflineChecker([]string{"default-scheduler"}, policy, "profile-scheduler-system")
+	v, err := operator.OfflineChecker([]string{"default-scheduler"}, policy, runtime.WorkloadGates{}, "profile-scheduler-system")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestValidate(t *testing.T) {
 		sp.Name = name
 		return sp
 	}
-	args := func(json string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(json)} }
+	args := func(json string) k8sruntime.RawExtension { return k8sruntime.RawExtension{Raw: []byte(json)} }
 	for _, tt := range []struct {
 		name string
 		sp   *schedulingv1alpha1.SchedulingProfile

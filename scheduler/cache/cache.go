@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,17 @@ type Cache struct {
 	nodeTree *nodeTree
 	// imageStates maps an image name to its size and the nodes that have it.
 	imageStates map[string]*framework.ImageStateSummary
+
+	// podGroups is set when the cache tracks pod groups (WithPodGroups).
+	podGroups bool
+	// podGroupStates holds a state per pod group some pod names or whose
+	// PodGroup exists.
+	podGroupStates map[framework.EntityKey]*podGroupState
+	// podGroupList holds the same states, most recently changed first, so
+	// a snapshot copies only those that changed since it was updated.
+	podGroupList *list.List
+	// podGroupGeneration is the generation of the last pod group change.
+	podGroupGeneration int64
 }
 
 // New returns an empty cache.
@@ -100,6 +112,9 @@ func New(opts ...Option) *Cache {
 		nodes:       make(map[string]*nodeInfoListItem),
 		nodeTree:    newNodeTree(),
 		imageStates: make(map[string]*framework.ImageStateSummary),
+
+		podGroupStates: make(map[framework.EntityKey]*podGroupState),
+		podGroupList:   list.New(),
 	}
 	for _, o := range opts {
 		o(c)
@@ -173,6 +188,10 @@ func (c *Cache) removeNodeInfoFromList(logger klog.Logger, name string) {
 func (c *Cache) UpdateSnapshot(logger klog.Logger, s *Snapshot) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	// A pod-group cycle reverts what it assumed in s; should it not have,
+	// the nodes it changed would never be copied again.
+	s.forgetAllAssumedPods(logger)
+	s.endLeftoverMutations(logger)
 
 	// The node list must be rebuilt when a node was added or removed.
 	updateAllLists := false
@@ -207,6 +226,7 @@ func (c *Cache) UpdateSnapshot(logger klog.Logger, s *Snapshot) error {
 	if c.headNode != nil {
 		s.generation = c.headNode.info.Generation
 	}
+	c.updatePodGroupSnapshot(s)
 
 	// Deleted nodes leave the tree at once but may stay in c.nodes while
 	// pods are counted on them.
@@ -292,6 +312,7 @@ func (c *Cache) AssumePod(logger klog.Logger, pi *framework.PodInfo) error {
 	}
 	c.addPodInfo(logger, pi)
 	c.assumedPods.Insert(pod.UID)
+	c.assumePodGroupMember(pod)
 	return nil
 }
 
@@ -312,19 +333,35 @@ func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
 	return nil
 }
 
-// ForgetPod releases an assumed pod whose binding failed.
+// ForgetPod releases an assumed pod whose binding failed; the pod still
+// exists, so in its pod group it is unscheduled again.
 func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
+	return c.releaseAssumedPod(logger, pod, true)
+}
+
+// RemoveAssumedPod releases an assumed pod that was deleted while it was
+// being bound; unlike ForgetPod, it leaves its pod group.
+func (c *Cache) RemoveAssumedPod(logger klog.Logger, pod *v1.Pod) error {
+	return c.releaseAssumedPod(logger, pod, false)
+}
+
+func (c *Cache) releaseAssumedPod(logger klog.Logger, pod *v1.Pod, forget bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, ok := c.podStates[pod.UID]
 	if ok && ps.pod.Spec.NodeName != pod.Spec.NodeName {
 		return fmt.Errorf("pod %v(%v) was assumed on %v but assigned to %v", pod.UID, klog.KObj(pod), pod.Spec.NodeName, ps.pod.Spec.NodeName)
 	}
-	if ok && c.assumedPods.Has(pod.UID) {
-		c.removePod(logger, ps.pod)
-		return nil
+	if !ok || !c.assumedPods.Has(pod.UID) {
+		return fmt.Errorf("pod %v(%v) wasn't assumed so cannot be forgotten", pod.UID, klog.KObj(pod))
 	}
-	return fmt.Errorf("pod %v(%v) wasn't assumed so cannot be forgotten", pod.UID, klog.KObj(pod))
+	c.removePod(logger, ps.pod)
+	if forget {
+		c.forgetPodGroupMember(logger, ps.pod)
+	} else {
+		c.removePodGroupMember(ps.pod)
+	}
+	return nil
 }
 
 // AddPod records a pod bound to a node, as the informer reports it. For an
@@ -384,6 +421,7 @@ func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
 		logger.Error(nil, "Pod was added to a different node than it was assumed", "podKey", pod.UID, "pod", klog.KObj(pod), "assumedNode", ps.pod.Spec.NodeName, "currentNode", pod.Spec.NodeName)
 	}
 	c.removePod(logger, ps.pod)
+	c.removePodGroupMember(ps.pod)
 	return nil
 }
 
@@ -427,14 +465,17 @@ func (c *Cache) addPod(logger klog.Logger, pod *v1.Pod) {
 		logger.V(4).Info("Parsing the pod's affinity terms", "pod", klog.KObj(pod), "err", err)
 	}
 	c.addPodInfo(logger, pi)
+	c.addPodGroupMember(pod)
 }
 
 func (c *Cache) updatePod(logger klog.Logger, oldPod, newPod *v1.Pod) {
 	c.removePod(logger, oldPod)
+	c.removePodGroupMember(oldPod)
 	c.addPod(logger, newPod)
 }
 
-// removePod uncounts pod (assumed or not) and forgets it; the caller holds the lock.
+// removePod uncounts pod (assumed or not) and forgets it, but not in its pod
+// group: removed and forgotten pods differ there. The caller holds the lock.
 func (c *Cache) removePod(logger klog.Logger, pod *v1.Pod) {
 	name := pod.Spec.NodeName
 	if item, ok := c.nodes[name]; !ok {
@@ -566,6 +607,7 @@ func (c *Cache) cleanupAssumedPods(logger klog.Logger, now time.Time) {
 		}
 		logger.Info("Assumed pod expired: its binding never showed up", "pod", klog.KObj(ps.pod), "node", ps.pod.Spec.NodeName)
 		c.removePod(logger, ps.pod)
+		c.removePodGroupMember(ps.pod)
 		expired = append(expired, ps.pod)
 	}
 	c.mu.Unlock()

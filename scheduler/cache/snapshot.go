@@ -33,9 +33,19 @@ type Snapshot struct {
 	// generation is the generation of the most recently changed NodeInfo
 	// copied into the snapshot.
 	generation int64
+	// podGroupStates holds the pod groups' states as of the update.
+	podGroupStates map[framework.EntityKey]*podGroupStateSnapshot
+	// podGroupGeneration is the cache's pod-group generation the states
+	// are up to date with.
+	podGroupGeneration int64
 	// copied is how many NodeInfos the last UpdateSnapshot copied; it lets
 	// tests check that an update costs the changed nodes only.
 	copied int
+	// assumptions are a pod-group cycle's changes (see AssumePod).
+	assumptions snapshotAssumptions
+	// backup is what a mutation session changed (see StartMutations),
+	// nil outside one.
+	backup *snapshotBackup
 }
 
 var (
@@ -47,8 +57,9 @@ var (
 // NewEmptySnapshot returns a snapshot with no nodes, ready for UpdateSnapshot.
 func NewEmptySnapshot() *Snapshot {
 	return &Snapshot{
-		nodeInfoMap: make(map[string]*framework.NodeInfo),
-		usedPVCs:    make(map[string]int),
+		nodeInfoMap:    make(map[string]*framework.NodeInfo),
+		usedPVCs:       make(map[string]int),
+		podGroupStates: make(map[framework.EntityKey]*podGroupStateSnapshot),
 	}
 }
 
@@ -91,6 +102,16 @@ func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
 
 // StorageInfos returns the snapshot as a StorageInfoLister.
 func (s *Snapshot) StorageInfos() framework.StorageInfoLister { return s }
+
+// PodGroupStates returns the snapshot's pod group states.
+func (s *Snapshot) PodGroupStates() framework.PodGroupStateLister {
+	return podGroupStatesLister(s.podGroupStates)
+}
+
+// PodGroups returns the snapshot's PodGroup objects.
+func (s *Snapshot) PodGroups() framework.PodGroupLister {
+	return podGroupObjectsLister(s.podGroupStates)
+}
 
 // NumNodes returns the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }

@@ -57,7 +57,55 @@ type CycleState struct {
 	skipPreBindPlugins sets.Set[string]
 	// skipAllPostFilterPlugins lets a cycle opt out of preemption.
 	skipAllPostFilterPlugins bool
+	// podGroupCycleState is the state of the pod-group cycle this pod is
+	// placed in; nil once the pod passed it, or when it has no group.
+	podGroupCycleState PodGroupCycleState
+	// placementCycleState is the state of the placement this pod is tried
+	// in, nil outside one. A CycleState that is itself a pod group's state
+	// keeps its parent's placement state here (GetParentPlacementCycleState):
+	// the two uses never meet in one CycleState.
+	placementCycleState PlacementCycleState
 }
+
+// PodGroupCycleState is the state of one pod-group scheduling cycle, shared by
+// the plugins that act on the group (PlacementGenerate, NormalizePlacementScore,
+// PodGroupPostFilter). A *CycleState implements it.
+type PodGroupCycleState interface {
+	// ShouldRecordPluginMetrics reports whether per-plugin durations are observed.
+	ShouldRecordPluginMetrics() bool
+	// Read returns the data stored under key, or ErrNotFound.
+	Read(key StateKey) (StateData, error)
+	// Write stores val under key.
+	Write(key StateKey, val StateData)
+	// Delete removes key.
+	Delete(key StateKey)
+	// GetParentPlacementCycleState returns the placement state of the
+	// group's parent; nil for a group without one (every leaf PodGroup
+	// today).
+	GetParentPlacementCycleState() PlacementCycleState
+}
+
+// PlacementCycleState is the state of one placement tried in a pod-group
+// cycle: shared by every pod tried in it, and given to ScorePlacement and
+// PlacementFeasible for it. A *CycleState implements it.
+type PlacementCycleState interface {
+	// ShouldRecordPluginMetrics reports whether per-plugin durations are observed.
+	ShouldRecordPluginMetrics() bool
+	// Read returns the data stored under key, or ErrNotFound.
+	Read(key StateKey) (StateData, error)
+	// Write stores val under key.
+	Write(key StateKey, val StateData)
+	// Delete removes key.
+	Delete(key StateKey)
+	// GetPodGroupSchedulingCycle returns the state of the pod-group cycle
+	// the placement belongs to.
+	GetPodGroupSchedulingCycle() PodGroupCycleState
+}
+
+var (
+	_ PodGroupCycleState  = (*CycleState)(nil)
+	_ PlacementCycleState = (*CycleState)(nil)
+)
 
 // NewCycleState returns an empty CycleState.
 func NewCycleState() *CycleState {
@@ -110,10 +158,39 @@ func (c *CycleState) SetSkipAllPostFilterPlugins(flag bool) { c.skipAllPostFilte
 // ShouldSkipAllPostFilterPlugins is for the framework runtime.
 func (c *CycleState) ShouldSkipAllPostFilterPlugins() bool { return c.skipAllPostFilterPlugins }
 
+// IsPodGroupSchedulingCycle reports whether the pod is being placed in a
+// pod-group cycle; false once it passed it, or when it has no group.
+func (c *CycleState) IsPodGroupSchedulingCycle() bool { return c.podGroupCycleState != nil }
+
+// SetPodGroupSchedulingCycle is for the scheduler: it ties the pod's state to
+// its group's cycle, or unties it with nil.
+func (c *CycleState) SetPodGroupSchedulingCycle(state PodGroupCycleState) {
+	c.podGroupCycleState = state
+}
+
+// GetPodGroupSchedulingCycle returns the state of the pod's pod-group cycle, or nil.
+func (c *CycleState) GetPodGroupSchedulingCycle() PodGroupCycleState { return c.podGroupCycleState }
+
+// GetPlacementCycleState returns the state of the placement the pod is tried in, or nil.
+func (c *CycleState) GetPlacementCycleState() PlacementCycleState { return c.placementCycleState }
+
+// GetParentPlacementCycleState returns, for a pod group's state, the
+// placement state of its parent group, or nil.
+func (c *CycleState) GetParentPlacementCycleState() PlacementCycleState {
+	return c.placementCycleState
+}
+
+// SetPlacementCycleState is for the scheduler: it sets the placement the pod is tried in.
+func (c *CycleState) SetPlacementCycleState(state PlacementCycleState) {
+	c.placementCycleState = state
+}
+
 // Clone returns a copy in which every StateData is replaced by its Clone().
 // The skip sets and flags are shared, not copied: they are written only
 // between extension points of the original cycle and never mutated in place.
-// Clone of nil is nil.
+// The pod-group and placement states are shared too: they belong to the
+// group's cycle, not to the pod's, so a clone (a preemption candidate) sees
+// the same group. Clone of nil is nil.
 func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
@@ -129,6 +206,8 @@ func (c *CycleState) Clone() *CycleState {
 	out.skipScorePlugins = c.skipScorePlugins
 	out.skipPreBindPlugins = c.skipPreBindPlugins
 	out.skipAllPostFilterPlugins = c.skipAllPostFilterPlugins
+	out.podGroupCycleState = c.podGroupCycleState
+	out.placementCycleState = c.placementCycleState
 	return out
 }
 
@@ -150,10 +229,16 @@ func (c *CycleState) Delete(key StateKey) {
 	c.storage.Delete(key)
 }
 
+// StateReader is what ReadAs reads from: a *CycleState, a
+// PodGroupCycleState or a PlacementCycleState.
+type StateReader interface {
+	Read(key StateKey) (StateData, error)
+}
+
 // ReadAs reads key and asserts its type, so a plugin gets its own state type
 // back without repeating the assertion and its error message everywhere.
 // A missing key wraps ErrNotFound.
-func ReadAs[T StateData](c *CycleState, key StateKey) (T, error) {
+func ReadAs[T StateData](c StateReader, key StateKey) (T, error) {
 	var zero T
 	v, err := c.Read(key)
 	if err != nil {

@@ -91,6 +91,9 @@ const (
 	ResourceClaim         EventResource = "resource.k8s.io/ResourceClaim"
 	ResourceSlice         EventResource = "resource.k8s.io/ResourceSlice"
 	DeviceClass           EventResource = "resource.k8s.io/DeviceClass"
+	// PodGroup is scheduling.k8s.io/v1beta1 PodGroup, watched only where
+	// the GenericWorkload gate is on.
+	PodGroup EventResource = "scheduling.k8s.io/PodGroup"
 
 	// WildCard matches every resource. {WildCard, All} moves every
 	// unschedulable pod; use it sparingly.

@@ -29,6 +29,10 @@ type Handle interface {
 	// (PreFilter to Permit): the binding cycle and PreEnqueue/queueing
 	// hints run concurrently with later snapshots; use the informers there.
 	SnapshotSharedLister() SharedLister
+	// MutableSnapshotSharedLister returns the same snapshot as one that
+	// can be changed and put back, for PodGroupPostFilter only; nil when
+	// the instance's snapshot cannot be.
+	MutableSnapshotSharedLister() MutableSnapshotSharedLister
 
 	// IterateOverWaitingPods calls callback for each pod waiting at Permit
 	// when it was called, holding no lock of the framework, so callback may
@@ -82,6 +86,17 @@ type Handle interface {
 	// Metrics returns the scheduler's metrics, for plugins that report
 	// their own (DefaultPreemption).
 	Metrics() *metrics.Metrics
+
+	// PodGroupManager returns the scheduler cache's live view of pod
+	// groups; nil when the instance was built without one.
+	PodGroupManager() PodGroupManager
+	// WorkloadAware reports whether the instance schedules pod groups:
+	// its profile enables a workload plugin whose feature gate is on. The
+	// pods of an instance that is not are scheduled one at a time,
+	// whatever their scheduling group. It is known before the plugin
+	// factories run, so a factory can build its plugin with upstream's
+	// GenericWorkload behaviour exactly in such instances.
+	WorkloadAware() bool
 
 	// ListPlugins returns the plugins that run at each extension point, in
 	// order, with weights at Score: the resolved form of the profile. It is
@@ -138,18 +153,37 @@ type Framework interface {
 	// RunPostBindPlugins runs PostBind plugins.
 	RunPostBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
 
+	// RunPlacementGeneratePlugins returns the placements podGroup is tried
+	// on: one holding nodes when no PlacementGenerate plugin runs.
+	RunPlacementGeneratePlugins(ctx context.Context, state PodGroupCycleState, podGroup *PodGroupInfo, nodes []*NodeInfo) ([]*Placement, *Status)
+	// RunPlacementFeasiblePlugins tells whether a placement can still hold
+	// the group after one more of its pods was tried: Success, Wait (maybe,
+	// once more pods are tried) or Unschedulable.
+	RunPlacementFeasiblePlugins(ctx context.Context, state PlacementCycleState, podGroupInfo *PodGroupInfo, progress PlacementProgress) *Status
+	// RunPlacementScorePlugins scores the placements whose assignments are
+	// given, placementStates[i] being the state placement i was tried with:
+	// normalized, weighted, one PlacementPluginScores per placement.
+	RunPlacementScorePlugins(ctx context.Context, state PodGroupCycleState, podGroupInfo *PodGroupInfo, podGroupAssignments []*PodGroupAssignments, placementStates []PlacementCycleState) ([]PlacementPluginScores, *Status)
+	// RunPodGroupPostFilterPlugins runs PodGroupPostFilter plugins (pod-group
+	// preemption) after the group could not be scheduled.
+	RunPodGroupPostFilterPlugins(ctx context.Context, state *CycleState, podGroupInfo *PodGroupInfo, pgSchedulingFunc PodGroupSchedulingFunc) (*PodGroupPostFilterResult, *Status)
+
 	// HasFilterPlugins reports whether any Filter plugin is configured.
 	HasFilterPlugins() bool
 	// HasPostFilterPlugins reports whether any PostFilter plugin is configured.
 	HasPostFilterPlugins() bool
 	// HasScorePlugins reports whether any Score plugin is configured.
 	HasScorePlugins() bool
+	// HasPlacementPlugins reports whether any PlacementGenerate or
+	// PlacementScore plugin is configured: the instance places pod groups
+	// by placement, as upstream does for every group with the
+	// TopologyAwareWorkloadScheduling gate on.
+	HasPlacementPlugins() bool
 	// PercentageOfNodesToScore returns the profile's value, or nil.
 	PercentageOfNodesToScore() *int32
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,
 	// then scheduler-wide, then adaptive) to a cluster of numAllNodes.
 	NumFeasibleNodesToFind(numAllNodes int32) int32
-
 	// SignPod returns pod's signature (see PodSignature), or nil when the
 	// instance does not batch or some plugin cannot sign the pod.
 	SignPod(ctx context.Context, pod *v1.Pod) PodSignature

@@ -46,10 +46,16 @@ type NodePluginScores struct {
 }
 
 const (
-	// MaxNodeScore is the maximum score a Score plugin may return after NormalizeScore.
-	MaxNodeScore int64 = 100
-	// MinNodeScore is the minimum score a Score plugin may return after NormalizeScore.
-	MinNodeScore int64 = 0
+	// MaxScore is the maximum score a Score or PlacementScore plugin may
+	// return after normalizing.
+	MaxScore int64 = 100
+	// MinScore is the minimum score a Score or PlacementScore plugin may
+	// return after normalizing.
+	MinScore int64 = 0
+	// MaxNodeScore is MaxScore, by its older name.
+	MaxNodeScore = MaxScore
+	// MinNodeScore is MinScore, by its older name.
+	MinNodeScore = MinScore
 	// MaxTotalScore bounds the sum of weighted scores; profiles whose
 	// weights × MaxNodeScore could exceed it are refused.
 	MaxTotalScore int64 = math.MaxInt64

@@ -43,6 +43,12 @@ const (
 	Permit                      = "Permit"
 	// Sign is the extension point of SignPlugins (pod signatures).
 	Sign = "Sign"
+	// The pod-group (workload) points.
+	PlacementGenerate                = "PlacementGenerate"
+	PlacementFeasible                = "PlacementFeasible"
+	PlacementScore                   = "PlacementScore"
+	PlacementScoreExtensionNormalize = "PlacementScoreExtensionNormalize"
+	PodGroupPostFilter               = "PodGroupPostFilter"
 )
 
 // Results of scheduler_batch_attempts_total, as upstream.
@@ -89,6 +95,22 @@ type Metrics struct {
 	PodSchedulingSLIDuration *prometheus.HistogramVec
 	// PodSchedulingAttempts is scheduler_pod_scheduling_attempts.
 	PodSchedulingAttempts prometheus.Histogram
+	// PodGroupScheduleAttempts is scheduler_podgroup_schedule_attempts_total{result, profile}.
+	PodGroupScheduleAttempts *prometheus.CounterVec
+	// PodGroupSchedulingAttemptDuration is scheduler_podgroup_scheduling_attempt_duration_seconds{result, profile}.
+	PodGroupSchedulingAttemptDuration *prometheus.HistogramVec
+	// PodGroupSchedulingAlgorithmLatency is scheduler_podgroup_scheduling_algorithm_duration_seconds,
+	// upstream's unlabelled histogram. Upstream registers it only with the
+	// GenericWorkload gate; here it is a vector without labels, so that its
+	// series appears with the first pod-group cycle and an operator that
+	// never schedules a pod group exports what it did before.
+	PodGroupSchedulingAlgorithmLatency *prometheus.HistogramVec
+	// GeneratedPlacementsTotal is scheduler_generated_placements_total{profile}.
+	GeneratedPlacementsTotal *prometheus.CounterVec
+	// PlacementEvaluations is scheduler_placement_evaluations_total{result, profile}.
+	PlacementEvaluations *prometheus.CounterVec
+	// PlacementEvaluationDuration is scheduler_placement_evaluation_duration_seconds{result, profile}.
+	PlacementEvaluationDuration *prometheus.HistogramVec
 	// PendingPods is scheduler_pending_pods{queue}.
 	PendingPods *prometheus.GaugeVec
 	// UnservedPendingPods counts the pending pods whose schedulerName no
@@ -218,6 +240,39 @@ func NewUnregistered() *Metrics {
 			Help:      "Number of attempts to successfully schedule a pod.",
 			Buckets:   prometheus.ExponentialBuckets(1, 2, 5),
 		}),
+		PodGroupScheduleAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "podgroup_schedule_attempts_total",
+			Help:      "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be scheduled, while 'error' means an internal scheduler problem.",
+		}, []string{"result", ProfileLabel}),
+		PodGroupSchedulingAttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "podgroup_scheduling_attempt_duration_seconds",
+			Help:      "Pod group scheduling attempt latency in seconds",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"result", ProfileLabel}),
+		PodGroupSchedulingAlgorithmLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "podgroup_scheduling_algorithm_duration_seconds",
+			Help:      "Pod group scheduling algorithm latency in seconds",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, nil),
+		GeneratedPlacementsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "generated_placements_total",
+			Help:      "Number of candidate placements generated when scheduling pod groups.",
+		}, []string{ProfileLabel}),
+		PlacementEvaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "placement_evaluations_total",
+			Help:      "Number of candidate placements evaluated when scheduling pod groups, by result. 'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+		}, []string{"result", ProfileLabel}),
+		PlacementEvaluationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "placement_evaluation_duration_seconds",
+			Help:      "Latency in seconds of evaluating a single candidate placement when scheduling pod groups, by result. 'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"result", ProfileLabel}),
 		PendingPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: Subsystem,
 			Name:      "pending_pods",
@@ -363,6 +418,8 @@ func NewUnregistered() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.ScheduleAttempts, m.SchedulingAttemptDuration, m.PodSchedulingSLIDuration, m.PodSchedulingAttempts,
+		m.PodGroupScheduleAttempts, m.PodGroupSchedulingAttemptDuration, m.PodGroupSchedulingAlgorithmLatency,
+		m.GeneratedPlacementsTotal, m.PlacementEvaluations, m.PlacementEvaluationDuration,
 		m.PendingPods, m.UnservedPendingPods,
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
 		m.BatchAttempts, m.BatchCacheFlushed, m.BatchRescoreAttempts, m.BatchRescoreDuration,
@@ -385,6 +442,11 @@ func (m *Metrics) DeleteProfile(profile string) {
 	m.ScheduleAttempts.DeletePartialMatch(labels)
 	m.SchedulingAttemptDuration.DeletePartialMatch(labels)
 	m.PodSchedulingSLIDuration.DeletePartialMatch(labels)
+	m.PodGroupScheduleAttempts.DeletePartialMatch(labels)
+	m.PodGroupSchedulingAttemptDuration.DeletePartialMatch(labels)
+	m.GeneratedPlacementsTotal.DeletePartialMatch(labels)
+	m.PlacementEvaluations.DeletePartialMatch(labels)
+	m.PlacementEvaluationDuration.DeletePartialMatch(labels)
 	m.FrameworkExtensionPointDuration.DeletePartialMatch(labels)
 	m.BatchAttempts.DeletePartialMatch(labels)
 	m.BatchCacheFlushed.DeletePartialMatch(labels)

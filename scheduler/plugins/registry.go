@@ -9,6 +9,7 @@
 package plugins
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -16,11 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/balancedallocation"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultpreemption"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/deferredpodscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/gangscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/imagelocality"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodedeclaredfeatures"
@@ -29,10 +34,12 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodeunschedulable"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/nodevolumelimits"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podgrouppodscount"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/schedulinggates"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/tainttoleration"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/topologyaware"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/unsupportedfeatures"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumebinding"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumerestrictions"
@@ -70,7 +77,9 @@ type plugin struct {
 // inTree lists the built-in plugins and upstream's default plugins, in the
 // order of kube-scheduler 1.37.2's default multiPoint list (including
 // DynamicResources and NodeDeclaredFeatures, which its default feature
-// gates add), with upstream's weights.
+// gates add), with upstream's weights. The plugins its default list adds
+// only with a gate that is off by default are at the place it adds them,
+// and not in the default profile.
 var inTree = []plugin{
 	{name: schedulinggates.Name, factory: schedulinggates.New, def: upstreamDefault},
 	{name: queuesort.Name, factory: queuesort.New, def: upstreamDefault},
@@ -82,6 +91,9 @@ var inTree = []plugin{
 	{name: tainttoleration.Name, factory: tainttoleration.New, def: upstreamDefault, weight: 3},
 	{name: nodeaffinity.Name, factory: nodeaffinity.New, args: validate(nodeaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: nodeports.Name, factory: nodeports.New, def: upstreamDefault},
+	// Upstream's default list has it here with the
+	// InPlacePodVerticalScalingSchedulerPreemption gate.
+	{name: deferredpodscheduling.Name, factory: withFeatures(deferredpodscheduling.New)},
 	{name: noderesources.Name, factory: noderesources.New, args: validate(noderesources.ValidateFitArgs), def: upstreamDefault, weight: 1},
 	{name: volumerestrictions.Name, factory: volumerestrictions.New, def: upstreamDefault},
 	{name: nodevolumelimits.Name, factory: nodevolumelimits.New, def: upstreamDefault},
@@ -90,11 +102,30 @@ var inTree = []plugin{
 	{name: podtopologyspread.Name, factory: podtopologyspread.New, args: validate(podtopologyspread.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: interpodaffinity.Name, factory: interpodaffinity.New, args: validate(interpodaffinity.ValidateArgs), def: upstreamDefault, weight: 2},
 	{name: dynamicresources.Name, factory: dynamicresources.New, args: validate(dynamicresources.ValidateArgs), def: upstreamDefault, weight: 2},
-	{name: defaultpreemption.Name, factory: defaultpreemption.New, args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
+	{name: defaultpreemption.Name, factory: withFeatures(defaultpreemption.New), args: validate(defaultpreemption.ValidateArgs), def: upstreamDefault},
 	{name: balancedallocation.Name, factory: balancedallocation.New, args: validate(balancedallocation.ValidateArgs), def: upstreamDefault, weight: 1},
 	{name: imagelocality.Name, factory: imagelocality.New, def: upstreamDefault, weight: 1},
 	{name: defaultbinder.Name, factory: defaultbinder.New, def: upstreamDefault},
 	{name: nodedeclaredfeatures.Name, factory: nodedeclaredfeatures.New, def: upstreamDefault},
+	// Upstream's default list ends with GangScheduling with the
+	// GenericWorkload gate, then with the TopologyAwareWorkloadScheduling
+	// gate TopologyPlacementGenerator and PodGroupPodsCount (weight 1).
+	{name: gangscheduling.Name, factory: gangscheduling.New},
+	{name: topologyaware.Name, factory: topologyaware.New},
+	{name: podgrouppodscount.Name, factory: podgrouppodscount.New},
+}
+
+// withFeatures adapts a factory that reads feature gates to
+// runtime.Factory, as upstream's runtime.FactoryAdapter does. The in-tree
+// plugins run with kube-scheduler 1.37.2's default gates (the zero
+// feature.Features), except that EnableGenericWorkload follows the
+// instance's workload-awareness: upstream turns GenericWorkload on for the
+// whole scheduler, here only the profiles that opted in get it, and the
+// others behave as without the gate.
+func withFeatures(f func(context.Context, k8sruntime.Object, framework.Handle, feature.Features) (framework.Plugin, error)) runtime.Factory {
+	return func(ctx context.Context, args k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
+		return f(ctx, args, h, feature.Features{EnableGenericWorkload: h.WorkloadAware()})
+	}
 }
 
 // validate adapts a typed args validation to runtime.ArgsSpec.

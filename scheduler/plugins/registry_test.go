@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	schedcache "github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/dynamicresources"
@@ -101,8 +103,11 @@ func TestOmittedDefaultPluginsFor(t *testing.T) {
 	}
 }
 
-func newDefaultFramework(tb testing.TB, profile *configv1.KubeSchedulerProfile, snapshot *st.Snapshot, opts ...runtime.Option) framework.Framework {
+func newDefaultFramework(tb testing.TB, profile *configv1.KubeSchedulerProfile, snapshot framework.SharedLister, opts ...runtime.Option) framework.Framework {
 	tb.Helper()
+	if snapshot == nil {
+		snapshot = st.NewSnapshot(nil, nil)
+	}
 	return st.NewFramework(tb, plugins.NewInTreeRegistry(), profile, snapshot,
 		append([]runtime.Option{runtime.WithDefaultPlugins(plugins.DefaultPlugins())}, opts...)...)
 }
@@ -418,6 +423,57 @@ plugins:
 	}
 }
 
+// TestWorkloadPlugins builds what upstream 1.37.2's default profile adds
+// with its workload gates on: the plugins construct from the in-tree
+// registry and run at upstream's points, with upstream's weight.
+func TestWorkloadPlugins(t *testing.T) {
+	profile := st.MultiPointProfile(
+		st.Plugin("GangScheduling", 0),
+		st.Plugin("TopologyPlacementGenerator", 0),
+		st.Plugin("PodGroupPodsCount", 1),
+	)
+	podGroups := st.NewPodGroups(nil, nil)
+	fwk := newDefaultFramework(t, profile, st.NewSnapshot(nil, nil).WithPodGroups(podGroups),
+		runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true, TopologyAwareWorkloadScheduling: true}),
+		runtime.WithPodGroupManager(podGroups))
+	got := fwk.ListPlugins()
+	want := map[string][]string{
+		"PreEnqueue":        {"SchedulingGates", "DynamicResources", "DefaultPreemption", "GangScheduling"},
+		"Permit":            {"GangScheduling"},
+		"PlacementGenerate": {"TopologyPlacementGenerator"},
+		"PlacementScore":    {"NodeResourcesFit(1)", "PodGroupPodsCount(1)"},
+	}
+	gotPoints := map[string][]string{
+		"PreEnqueue":        names(got.PreEnqueue),
+		"Permit":            names(got.Permit),
+		"PlacementGenerate": names(got.PlacementGenerate),
+		"PlacementScore":    names(got.PlacementScore),
+	}
+	if diff := cmp.Diff(want, gotPoints); diff != "" {
+		t.Errorf("plugins (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeferredPodScheduling: the in-tree registry holds DeferredPodScheduling
+// built with upstream's default gates, so with
+// InPlacePodVerticalScalingSchedulerPreemption off it is inert: a bound pod
+// whose resize was deferred is not rejected at Permit.
+func TestDeferredPodScheduling(t *testing.T) {
+	reg, ok := plugins.NewInTreeRegistry()["DeferredPodScheduling"]
+	if !ok {
+		t.Fatal("DeferredPodScheduling is not registered")
+	}
+	fwk := newDefaultFramework(t, &configv1.KubeSchedulerProfile{}, nil)
+	p, err := reg.Factory(t.Context(), nil, fwk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deferred := st.MakePod().Name("p").Node("n").Condition(v1.PodResizePending, v1.ConditionTrue, v1.PodReasonDeferred).Obj()
+	if s, _ := p.(framework.PermitPlugin).Permit(t.Context(), framework.NewCycleState(), deferred, "n"); !s.IsSuccess() {
+		t.Errorf("Permit of a deferred resize: %v, want success", s)
+	}
+}
+
 func TestPastedProfileWithInvalidArgs(t *testing.T) {
 	const profile = `
 schedulerName: typo
@@ -438,5 +494,75 @@ pluginConfig:
 	want := `PluginConfig plugin "NodeResourcesFit": decoding args: unknown field "scoringStrategy.resources[0].wieght"`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
+	}
+}
+
+// TestDefaultPreemptionGenericWorkload: the in-tree DefaultPreemption
+// preempts for pod groups (upstream's GenericWorkload behaviour) exactly in
+// instances that are workload-aware; in the others it is built as without
+// the gate, whatever the operator's gates.
+func TestDefaultPreemptionGenericWorkload(t *testing.T) {
+	const withoutFeature = "pod group preemption: DefaultPreemption was built without the GenericWorkload feature"
+	on := runtime.WorkloadGates{GenericWorkload: true}
+	tests := []struct {
+		name           string
+		profile        *configv1.KubeSchedulerProfile
+		gates          runtime.WorkloadGates
+		wantAware      bool
+		wantPostFilter []string
+		wantMessage    string
+	}{
+		{
+			name:           "a profile enabling GangScheduling with the gate on",
+			profile:        st.MultiPointProfile(st.Plugin("GangScheduling", 0)),
+			gates:          on,
+			wantAware:      true,
+			wantPostFilter: []string{"DefaultPreemption"},
+			wantMessage:    "pod group preemption: No preemption victims found for incoming preemptor",
+		},
+		{
+			name:        "the default profile with the gate on",
+			profile:     &configv1.KubeSchedulerProfile{},
+			gates:       on,
+			wantMessage: withoutFeature,
+		},
+		{
+			name:        "the default profile with the gate off",
+			profile:     &configv1.KubeSchedulerProfile{},
+			wantMessage: withoutFeature,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			podGroups := st.NewPodGroups(nil, nil)
+			// The scheduler cache's snapshot: pod-group preemption mutates it.
+			fwk := newDefaultFramework(t, tt.profile, schedcache.NewEmptySnapshot(),
+				runtime.WithWorkloadGates(tt.gates), runtime.WithPodGroupManager(podGroups))
+			if fwk.WorkloadAware() != tt.wantAware {
+				t.Fatalf("WorkloadAware() = %v, want %v", fwk.WorkloadAware(), tt.wantAware)
+			}
+			if diff := cmp.Diff(tt.wantPostFilter, names(fwk.ListPlugins().PodGroupPostFilter)); diff != "" {
+				t.Errorf("PodGroupPostFilter plugins (-want +got):\n%s", diff)
+			}
+			// The plugin as the registry builds it for this instance.
+			p, err := plugins.NewInTreeRegistry()["DefaultPreemption"].Factory(t.Context(), nil, fwk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgInfo := &framework.PodGroupInfo{
+				Namespace:       "default",
+				Name:            "pg",
+				Type:            framework.PodGroupKeyType,
+				UnscheduledPods: []*v1.Pod{st.MakePod().Name("m1").PodGroupName("pg").Priority(10).Obj()},
+				PodGroup:        &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pg"}},
+			}
+			unplaced := func(context.Context) (*framework.PodGroupAssignments, *framework.Status) {
+				return nil, framework.NewStatus(framework.Unschedulable)
+			}
+			_, s := p.(framework.PodGroupPostFilterPlugin).PodGroupPostFilter(t.Context(), framework.NewCycleState(), pgInfo, unplaced)
+			if diff := cmp.Diff(tt.wantMessage, s.Message()); diff != "" {
+				t.Errorf("PodGroupPostFilter message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -267,6 +267,14 @@ func (s *Set) Retiring() int {
 // Framework returns the held instance.
 func (r Ref) Framework() framework.Framework { return r.inst.fwk }
 
+// Hold takes one more use of r's instance, released on its own, for work
+// an attempt hands on (the binding cycles of a pod group's pods). r must
+// not have been released yet.
+func (r Ref) Hold() Ref {
+	r.inst.refs.Add(1)
+	return r
+}
+
 // Release ends this use of the instance.
 func (r Ref) Release() { r.set.release(r.inst) }
 

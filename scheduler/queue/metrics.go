@@ -31,8 +31,8 @@ func newPendingGauges(m *metrics.Metrics) pendingGauges {
 
 // updateMetrics sets the pending-pods gauges; the caller holds the lock.
 func (p *PriorityQueue) updateMetrics() {
-	p.pending.active.Set(float64(p.activeCount))
-	p.pending.backoff.Set(float64(p.backoffQ.len()))
-	p.pending.unschedulable.Set(float64(len(p.unschedulable) - p.gatedCount))
-	p.pending.gated.Set(float64(p.gatedCount))
+	p.pending.active.Set(float64(p.activePods()))
+	p.pending.backoff.Set(float64(p.backoffQ.pods))
+	p.pending.unschedulable.Set(float64(p.unschedulablePods))
+	p.pending.gated.Set(float64(p.gatedPods))
 }

@@ -11,10 +11,38 @@ import (
 	"github.com/schedprofiles/profile-scheduler/scheduler/metrics"
 )
 
-// runPreEnqueuePlugins sets pInfo.GatingPlugin to the first PreEnqueue
-// plugin that holds the pod, or clears it. The plugin that gated the pod
-// last time is asked first: it is the likeliest to still say no.
-func (p *PriorityQueue) runPreEnqueuePlugins(logger klog.Logger, pq *profileQueue, pInfo *framework.QueuedPodInfo) {
+// runPreEnqueuePlugins runs the PreEnqueue plugins on e: on a single pod
+// with pq's plugins, on each pod of a group with its own profile's. As
+// upstream, every pod of a group is asked (each records its own gating
+// plugin), and one gated pod gates the whole group, which takes that pod's
+// gating plugin and events.
+func (p *PriorityQueue) runPreEnqueuePlugins(logger klog.Logger, pq *profileQueue, e framework.QueuedEntityInfo) {
+	g, ok := e.(*framework.QueuedPodGroupInfo)
+	if !ok {
+		p.runPreEnqueuePluginsForPod(logger, pq, e.(*framework.QueuedPodInfo))
+		return
+	}
+	var gated *framework.QueuedPodInfo
+	g.ForEachPodInfo(func(pInfo *framework.QueuedPodInfo) bool {
+		if podPQ := p.profiles[pInfo.Pod.Spec.SchedulerName]; podPQ != nil {
+			p.runPreEnqueuePluginsForPod(logger, podPQ, pInfo)
+		}
+		if pInfo.Gated() {
+			gated = pInfo
+		}
+		return true
+	})
+	if gated != nil {
+		g.GatingPlugin, g.GatingPluginEvents = gated.GatingPlugin, gated.GatingPluginEvents
+		return
+	}
+	g.GatingPlugin, g.GatingPluginEvents = "", nil
+}
+
+// runPreEnqueuePluginsForPod sets pInfo.GatingPlugin to the first
+// PreEnqueue plugin that holds the pod, or clears it. The plugin that gated
+// the pod last time is asked first: it is the likeliest to still say no.
+func (p *PriorityQueue) runPreEnqueuePluginsForPod(logger klog.Logger, pq *profileQueue, pInfo *framework.QueuedPodInfo) {
 	if len(pq.preEnqueue) == 0 {
 		pInfo.GatingPlugin = ""
 		return

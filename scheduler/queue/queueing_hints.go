@@ -38,21 +38,37 @@ func queueAlways(klog.Logger, *v1.Pod, any, any) (framework.QueueingHint, error)
 	return framework.Queue, nil
 }
 
-// requeuePodWithQueueingStrategy moves pInfo where strategy says and
+// requeueEntityWithQueueingStrategy moves e where strategy says and
 // returns the name of the queue it ended in. The caller holds the lock.
-func (p *PriorityQueue) requeuePodWithQueueingStrategy(logger klog.Logger, pInfo *framework.QueuedPodInfo, strategy queueingStrategy, event string) string {
+func (p *PriorityQueue) requeueEntityWithQueueingStrategy(logger klog.Logger, e framework.QueuedEntityInfo, strategy queueingStrategy, event string) string {
 	if strategy == queueSkip {
-		p.addUnschedulable(pInfo)
+		p.addUnschedulable(e)
 		return unschedulableQ
 	}
-	if strategy == queueAfterBackoff && p.isPodBackingOff(pInfo) {
-		p.moveToBackoffQ(logger, pInfo, event)
+	if strategy == queueAfterBackoff && p.isBackingOff(e) {
+		p.moveToBackoffQ(logger, e, event)
 		return backoffQ
 	}
-	if p.moveToActiveQ(logger, pInfo, event) {
+	if p.moveToActiveQ(logger, e, event) {
 		return activeQ
 	}
 	return unschedulableQ
+}
+
+// isEntityWorthRequeuing is isPodWorthRequeuing for each pod of e: a group
+// is worth requeuing as soon as one of its pods is, with the strongest
+// strategy any of them gets.
+func (p *PriorityQueue) isEntityWorthRequeuing(logger klog.Logger, e framework.QueuedEntityInfo, event framework.ClusterEvent, oldObj, newObj any) queueingStrategy {
+	if pInfo, ok := e.(*framework.QueuedPodInfo); ok {
+		// The common case, without a closure per pod and event.
+		return p.isPodWorthRequeuing(logger, pInfo, event, oldObj, newObj)
+	}
+	best := queueSkip
+	e.ForEachPodInfo(func(pInfo *framework.QueuedPodInfo) bool {
+		best = max(best, p.isPodWorthRequeuing(logger, pInfo, event, oldObj, newObj))
+		return best != queueImmediately
+	})
+	return best
 }
 
 // isPodWorthRequeuing asks the queueing hints of the plugins that rejected
@@ -125,44 +141,44 @@ func (p *PriorityQueue) isEventOfInterest(event framework.ClusterEvent) bool {
 	return false
 }
 
-// MoveAllToActiveOrBackoffQueue offers event to every pod in the
-// unschedulable pool that passes preCheck (nil: all). Pods whose rejecting
-// plugins' hints say the event may help move to the backoff or active
-// queue. The event is also recorded for pods in flight.
+// MoveAllToActiveOrBackoffQueue offers event to every entity in the
+// unschedulable pool with a pod that passes preCheck (nil: all). Entities
+// whose rejecting plugins' hints say the event may help move to the backoff
+// or active queue. The event is also recorded for pods in flight.
 func (p *PriorityQueue) MoveAllToActiveOrBackoffQueue(logger klog.Logger, event framework.ClusterEvent, oldObj, newObj any, preCheck PreEnqueueCheck) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	if !p.isEventOfInterest(event) {
 		return
 	}
-	pods := make([]*framework.QueuedPodInfo, 0, len(p.unschedulable))
-	for _, e := range p.unschedulable {
-		if preCheck == nil || preCheck(e.pInfo.Pod) {
-			pods = append(pods, e.pInfo)
+	entities := make([]framework.QueuedEntityInfo, 0, len(p.unschedulable))
+	for _, u := range p.unschedulable {
+		if preCheck == nil || anyPod(u.entity, preCheck) {
+			entities = append(entities, u.entity)
 		}
 	}
-	p.movePodsToActiveOrBackoffQueue(logger, pods, event, oldObj, newObj)
+	p.moveEntitiesToActiveOrBackoffQueue(logger, entities, event, oldObj, newObj)
 	p.updateMetrics()
 }
 
-func (p *PriorityQueue) movePodsToActiveOrBackoffQueue(logger klog.Logger, pods []*framework.QueuedPodInfo, event framework.ClusterEvent, oldObj, newObj any) {
+func (p *PriorityQueue) moveEntitiesToActiveOrBackoffQueue(logger klog.Logger, entities []framework.QueuedEntityInfo, event framework.ClusterEvent, oldObj, newObj any) {
 	activated := false
-	for _, pInfo := range pods {
-		// A gated pod is only worth a PreEnqueue run on its gating plugin's events.
-		if pInfo.Gated() && !slices.ContainsFunc(pInfo.GatingPluginEvents, func(e framework.ClusterEvent) bool { return e.Match(event) }) {
+	for _, e := range entities {
+		// A gated entity is only worth a PreEnqueue run on its gating plugin's events.
+		if e.Gated() && !slices.ContainsFunc(gatingPluginEvents(e), func(ce framework.ClusterEvent) bool { return ce.Match(event) }) {
 			continue
 		}
-		strategy := p.isPodWorthRequeuing(logger, pInfo, event, oldObj, newObj)
+		strategy := p.isEntityWorthRequeuing(logger, e, event, oldObj, newObj)
 		if strategy == queueSkip {
-			// Guarded: this runs for every unschedulable pod on every event,
-			// and the arguments allocate even when V(5) is off.
+			// Guarded: this runs for every unschedulable entity on every
+			// event, and the arguments allocate even when V(5) is off.
 			if v := logger.V(5); v.Enabled() {
-				v.Info("Event is not making pod schedulable", "pod", klog.KObj(pInfo.Pod), "event", event.Label())
+				v.Info("Event is not making entity schedulable", "type", e.Type(), "entity", klog.KObj(e), "event", event.Label())
 			}
 			continue
 		}
-		p.deleteUnschedulable(pInfo.Pod.UID)
-		if p.requeuePodWithQueueingStrategy(logger, pInfo, strategy, event.Label()) == activeQ {
+		p.deleteUnschedulable(keyOf(e))
+		if p.requeueEntityWithQueueingStrategy(logger, e, strategy, event.Label()) == activeQ {
 			activated = true
 		}
 	}

@@ -73,6 +73,15 @@ func WithPodLister(l listersv1.PodLister) Option {
 	return func(p *PriorityQueue) { p.podLister = l }
 }
 
+// WithWorkloadAwareProfiles says which profiles queue the members of a
+// PodGroup (pods whose spec.schedulingGroup.podGroupName names one) as one
+// entity, as kube-scheduler does with GenericWorkload on. It is asked about
+// each instance SetProfile receives; without it no profile is, and every
+// pod is queued on its own.
+func WithWorkloadAwareProfiles(isWorkloadAware func(framework.Framework) bool) Option {
+	return func(p *PriorityQueue) { p.isWorkloadAware = isWorkloadAware }
+}
+
 // PriorityQueue is the scheduling queue. All methods are safe for
 // concurrent use.
 type PriorityQueue struct {
@@ -81,6 +90,7 @@ type PriorityQueue struct {
 	podMaxBackoff         time.Duration
 	podMaxInUnschedulable time.Duration
 	podLister             listersv1.PodLister
+	isWorkloadAware       func(framework.Framework) bool
 	metrics               *metrics.Metrics
 	pending               pendingGauges
 
@@ -89,8 +99,8 @@ type PriorityQueue struct {
 	nominator *nominator
 
 	// lock guards every field below. cond is signalled, under lock,
-	// whenever a pod enters an active queue or the queue closes; Pop waits
-	// on it.
+	// whenever an entity enters an active queue or the queue closes; Pop
+	// waits on it.
 	lock   sync.Mutex
 	cond   sync.Cond
 	closed bool
@@ -101,15 +111,32 @@ type PriorityQueue struct {
 	profiles map[string]*profileQueue
 	ring     []*profileQueue
 	next     int
-	// activeCount is the number of pods over all active queues.
-	activeCount int
 
-	// backoffQ orders pods by the end of their backoff.
-	backoffQ *podHeap
-	// unschedulable is the pool of pods waiting for an event, gated pods
-	// included; gatedCount counts those.
-	unschedulable map[types.UID]unschedulableEntry
-	gatedCount    int
+	// The queue holds entities: single pods, and, for workload-aware
+	// profiles, pod groups with their queued pods. A member of a pod group
+	// is, exactly as upstream keeps it: in incompletePodGroupPods while its
+	// PodGroup is not in workloadForest; otherwise in its group's entity
+	// (active, backoff or the pool), unless that group is being scheduled
+	// (lastPopped), in which case it waits in pendingPodGroupPods until the
+	// attempt ends (AddAttemptedPodGroupIfNeeded).
+
+	// backoffQ orders entities by the end of their backoff.
+	backoffQ *entityHeap
+	// unschedulable is the pool of entities waiting for an event, gated
+	// ones included; unschedulablePods and gatedPods count their pods.
+	unschedulable     map[entityKey]unschedulableEntry
+	unschedulablePods int
+	gatedPods         int
+	// workloadForest is the PodGroup objects the queue was told about.
+	workloadForest *workloadForest
+	// incompletePodGroupPods are members whose PodGroup is not observed yet.
+	incompletePodGroupPods *podGroupMemberPods
+	// pendingPodGroupPods are members that arrived, or came back, while
+	// their group was being scheduled.
+	pendingPodGroupPods *podGroupMemberPods
+	// lastPopped is the entity Pop returned last, until it is handed back;
+	// members of a group being scheduled wait for it in pendingPodGroupPods.
+	lastPopped entityKey
 
 	// inFlightPods maps the UID of each pod being scheduled to its marker
 	// in inFlightEvents. inFlightEvents interleaves those markers (*v1.Pod)
@@ -118,7 +145,7 @@ type PriorityQueue struct {
 	// oldest marker concern nobody and are dropped.
 	inFlightPods   map[types.UID]*list.Element
 	inFlightEvents *list.List
-	// schedulingCycle counts Pops.
+	// schedulingCycle counts the entities popped.
 	schedulingCycle int64
 }
 
@@ -130,14 +157,17 @@ var (
 // New returns an empty queue that knows no profile yet.
 func New(opts ...Option) *PriorityQueue {
 	p := &PriorityQueue{
-		clock:                 clock.RealClock{},
-		podInitialBackoff:     DefaultPodInitialBackoffDuration,
-		podMaxBackoff:         DefaultPodMaxBackoffDuration,
-		podMaxInUnschedulable: DefaultPodMaxInUnschedulablePodsDuration,
-		profiles:              make(map[string]*profileQueue),
-		unschedulable:         make(map[types.UID]unschedulableEntry),
-		inFlightPods:          make(map[types.UID]*list.Element),
-		inFlightEvents:        list.New(),
+		clock:                  clock.RealClock{},
+		podInitialBackoff:      DefaultPodInitialBackoffDuration,
+		podMaxBackoff:          DefaultPodMaxBackoffDuration,
+		podMaxInUnschedulable:  DefaultPodMaxInUnschedulablePodsDuration,
+		profiles:               make(map[string]*profileQueue),
+		unschedulable:          make(map[entityKey]unschedulableEntry),
+		workloadForest:         newWorkloadForest(),
+		incompletePodGroupPods: newPodGroupMemberPods(),
+		pendingPodGroupPods:    newPodGroupMemberPods(),
+		inFlightPods:           make(map[types.UID]*list.Element),
+		inFlightEvents:         list.New(),
 	}
 	for _, o := range opts {
 		o(p)
@@ -147,15 +177,15 @@ func New(opts ...Option) *PriorityQueue {
 	}
 	p.pending = newPendingGauges(p.metrics)
 	p.cond.L = &p.lock
-	p.backoffQ = newPodHeap(func(a, b *framework.QueuedPodInfo) bool {
+	p.backoffQ = newEntityHeap(func(a, b *framework.QueuedPodInfo) bool {
 		return a.BackoffExpiration.Before(b.BackoffExpiration)
 	})
 	p.nominator = newNominator(p.podLister)
 	return p
 }
 
-// Run moves pods whose backoff ended and flushes pods left too long in the
-// unschedulable pool, until ctx ends; then it closes the queue.
+// Run moves entities whose backoff ended and flushes entities left too long
+// in the unschedulable pool, until ctx ends; then it closes the queue.
 func (p *PriorityQueue) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	backoff := p.clock.NewTicker(backoffFlushPeriod)
@@ -210,10 +240,24 @@ func (p *PriorityQueue) Add(logger klog.Logger, pod *v1.Pod) {
 		p.updateMetrics()
 		return
 	}
-	if p.moveToActiveQ(logger, p.newQueuedPodInfo(logger, pod), EventUnscheduledPodAdd.Label()) {
+	p.addPod(logger, p.newQueuedPodInfo(logger, pod), EventUnscheduledPodAdd.Label())
+	p.updateMetrics()
+}
+
+// addPod queues a pod the queue does not hold: a pod group member joins its
+// group, any other pod goes to its profile's active queue (or to the pool
+// if gated). event labels the move of a single pod.
+func (p *PriorityQueue) addPod(logger klog.Logger, pInfo *framework.QueuedPodInfo, event string) {
+	if p.isPodGroupMember(pInfo.Pod) {
+		// As upstream, a member's nomination is recorded whether or not
+		// it enters the active queue.
+		p.nominator.add(logger, pInfo.PodInfo, nil)
+		p.addPodGroupMember(logger, pInfo)
+		return
+	}
+	if p.moveToActiveQ(logger, pInfo, event) {
 		p.cond.Broadcast()
 	}
-	p.updateMetrics()
 }
 
 // known reports whether pod is in a queue or being scheduled.
@@ -222,14 +266,18 @@ func (p *PriorityQueue) known(pod *v1.Pod) bool {
 	if _, ok := p.inFlightPods[uid]; ok {
 		return true
 	}
-	if _, ok := p.unschedulable[uid]; ok {
+	if p.isPodGroupMember(pod) {
+		return p.knownPodGroupMember(pod)
+	}
+	key := podEntityKey(uid)
+	if _, ok := p.unschedulable[key]; ok {
 		return true
 	}
-	if p.backoffQ.has(uid) {
+	if p.backoffQ.has(key) {
 		return true
 	}
 	pq := p.profiles[pod.Spec.SchedulerName]
-	return pq != nil && pq.activeQ.has(uid)
+	return pq != nil && pq.activeQ.has(key)
 }
 
 // Update records a change of a pod the queue may hold. For a pod in flight
@@ -251,6 +299,10 @@ func (p *PriorityQueue) update(logger klog.Logger, oldPod, newPod *v1.Pod) {
 	if oldPod != nil {
 		events = PodSchedulingPropertiesChange(newPod, oldPod, true)
 	}
+	if p.isPodGroupMember(newPod) {
+		p.updatePodGroupMember(logger, oldPod, newPod, events)
+		return
+	}
 	if _, ok := p.inFlightPods[newPod.UID]; ok {
 		// The attempt in flight uses the old pod; if it fails, these
 		// events decide where the (then current) pod goes. As upstream,
@@ -261,27 +313,28 @@ func (p *PriorityQueue) update(logger klog.Logger, oldPod, newPod *v1.Pod) {
 		}
 		return
 	}
-	uid := newPod.UID
+	key := podEntityKey(newPod.UID)
 	pq := p.profiles[newPod.Spec.SchedulerName]
-	if pInfo := pq.activeQ.get(uid); pInfo != nil {
+	if e := pq.activeQ.get(key); e != nil {
+		pInfo := e.(*framework.QueuedPodInfo)
 		p.replacePod(logger, pInfo, oldPod, newPod)
 		pq.activeQ.addOrUpdate(pInfo)
 		return
 	}
-	if pInfo := p.backoffQ.get(uid); pInfo != nil {
-		p.replacePod(logger, pInfo, oldPod, newPod)
+	if e := p.backoffQ.get(key); e != nil {
+		p.replacePod(logger, e.(*framework.QueuedPodInfo), oldPod, newPod)
 		return
 	}
-	if e, ok := p.unschedulable[uid]; ok {
-		pInfo := e.pInfo
+	if e, ok := p.unschedulable[key]; ok {
+		pInfo := e.entity.(*framework.QueuedPodInfo)
 		p.replacePod(logger, pInfo, oldPod, newPod)
 		for _, evt := range events {
 			strategy := p.isPodWorthRequeuing(logger, pInfo, evt, oldPod, newPod)
 			if strategy == queueSkip {
 				continue
 			}
-			p.deleteUnschedulable(uid)
-			queue := p.requeuePodWithQueueingStrategy(logger, pInfo, strategy, evt.Label())
+			p.deleteUnschedulable(key)
+			queue := p.requeueEntityWithQueueingStrategy(logger, pInfo, strategy, evt.Label())
 			logger.V(5).Info("Pod moved to an internal scheduling queue because the Pod is updated", "pod", klog.KObj(newPod), "event", evt.Label(), "queue", queue)
 			if queue == activeQ {
 				p.cond.Broadcast()
@@ -312,30 +365,46 @@ func (p *PriorityQueue) replacePod(logger klog.Logger, pInfo *framework.QueuedPo
 	p.nominator.update(logger, oldPod, pi)
 }
 
-// Delete removes a pod from the queue. A pod in flight finishes its attempt
-// and is dropped when it comes back (the scheduler checks the informer).
-func (p *PriorityQueue) Delete(pod *v1.Pod) {
+// Delete removes a pod from the queue; a pod group left with no queued pod
+// leaves the queue too. A pod in flight finishes its attempt and is dropped
+// when it comes back (the scheduler checks the informer).
+func (p *PriorityQueue) Delete(logger klog.Logger, pod *v1.Pod) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	p.nominator.delete(pod)
-	uid := pod.UID
-	if pq := p.profiles[pod.Spec.SchedulerName]; pq != nil && pq.activeQ.delete(uid) {
-		p.activeCount--
+	if p.isPodGroupMember(pod) {
+		p.deletePodGroupMember(logger, pod)
+		p.updateMetrics()
+		return
 	}
-	p.backoffQ.delete(uid)
-	p.deleteUnschedulable(uid)
+	key := podEntityKey(pod.UID)
+	if pq := p.profiles[pod.Spec.SchedulerName]; pq != nil {
+		pq.activeQ.delete(key)
+	}
+	p.backoffQ.delete(key)
+	p.deleteUnschedulable(key)
 	p.updateMetrics()
 }
 
 // Activate moves pods from the backoff queue or the unschedulable pool to
-// the active queue (framework.PodActivator). A pod in flight is marked so
-// that it is retried at once if its attempt fails; unknown pods are ignored.
+// the active queue (framework.PodActivator); activating a pod group member
+// activates its whole group. A pod in flight is marked so that it is
+// retried at once if its attempt fails; unknown pods are ignored, as are
+// members whose PodGroup is not observed.
 func (p *PriorityQueue) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	activated := false
 	for _, pod := range pods {
-		if p.activate(logger, pod) {
+		key := podEntityKey(pod.UID)
+		if p.isPodGroupMember(pod) {
+			root, ok := p.workloadForest.getRootKeyForPod(pod)
+			if !ok {
+				continue
+			}
+			key = entityKey{group: root}
+		}
+		if p.activate(logger, key) {
 			activated = true
 			continue
 		}
@@ -349,17 +418,17 @@ func (p *PriorityQueue) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
 	p.updateMetrics()
 }
 
-func (p *PriorityQueue) activate(logger klog.Logger, pod *v1.Pod) bool {
-	var pInfo *framework.QueuedPodInfo
-	if e, ok := p.unschedulable[pod.UID]; ok {
-		pInfo = e.pInfo
-	} else if pInfo = p.backoffQ.get(pod.UID); pInfo == nil {
+func (p *PriorityQueue) activate(logger klog.Logger, key entityKey) bool {
+	var e framework.QueuedEntityInfo
+	if u, ok := p.unschedulable[key]; ok {
+		e = u.entity
+	} else if e = p.backoffQ.get(key); e == nil {
 		return false
 	}
-	return p.moveToActiveQ(logger, pInfo, ForceActivate)
+	return p.moveToActiveQ(logger, e, ForceActivate)
 }
 
-// SchedulingCycle returns the number of pods popped so far.
+// SchedulingCycle returns the number of entities popped so far.
 func (p *PriorityQueue) SchedulingCycle() int64 {
 	p.lock.Lock()
 	defer p.lock.Unlock()
@@ -370,7 +439,9 @@ func (p *PriorityQueue) SchedulingCycle() int64 {
 // The scheduler has set pInfo's UnschedulablePlugins and PendingPlugins
 // from the failure (empty for an error). If an event seen while the pod
 // was in flight may help it, it goes to the backoff or active queue;
-// otherwise to the unschedulable pool. It ends the pod's flight.
+// otherwise to the unschedulable pool. A pod group member rejoins its group
+// instead (or waits for it, if the group is being scheduled), whose own
+// state decides where it goes. It ends the pod's flight.
 func (p *PriorityQueue) AddUnschedulableIfNotPresent(logger klog.Logger, pInfo *framework.QueuedPodInfo, podSchedulingCycle int64) error {
 	p.lock.Lock()
 	defer p.lock.Unlock()
@@ -379,22 +450,29 @@ func (p *PriorityQueue) AddUnschedulableIfNotPresent(logger klog.Logger, pInfo *
 	if p.closed || p.profiles[pod.Spec.SchedulerName] == nil {
 		return nil
 	}
-	if _, ok := p.unschedulable[pod.UID]; ok {
+	key := podEntityKey(pod.UID)
+	if _, ok := p.unschedulable[key]; ok {
 		return fmt.Errorf("pod %v is already present in unschedulable queue", klog.KObj(pod))
 	}
-	if p.profiles[pod.Spec.SchedulerName].activeQ.has(pod.UID) {
+	if p.profiles[pod.Spec.SchedulerName].activeQ.has(key) {
 		return fmt.Errorf("pod %v is already present in the active queue", klog.KObj(pod))
 	}
-	if p.backoffQ.has(pod.UID) {
+	if p.backoffQ.has(key) {
 		return fmt.Errorf("pod %v is already present in the backoff queue", klog.KObj(pod))
 	}
+	if p.isPodGroupMember(pod) {
+		p.addUnschedulablePodGroupMember(logger, pInfo)
+		p.updateMetrics()
+		return nil
+	}
+	p.lastPopped = entityKey{}
 	// A retried pod goes behind pods of equal priority, and its backoff
 	// starts now.
 	pInfo.Timestamp = p.clock.Now()
 	pInfo.BackoffExpiration = pInfo.Timestamp.Add(p.backoffDuration(pInfo))
 
 	strategy := p.determineSchedulingHintForInFlightPod(logger, pInfo)
-	queue := p.requeuePodWithQueueingStrategy(logger, pInfo, strategy, ScheduleAttemptFailure)
+	queue := p.requeueEntityWithQueueingStrategy(logger, pInfo, strategy, ScheduleAttemptFailure)
 	logger.V(3).Info("Pod moved to an internal scheduling queue", "pod", klog.KObj(pod), "event", ScheduleAttemptFailure,
 		"queue", queue, "schedulingCycle", podSchedulingCycle, "unschedulablePlugins", sets.List(pInfo.UnschedulablePlugins.Union(pInfo.PendingPlugins)))
 	if queue == activeQ {
@@ -404,9 +482,13 @@ func (p *PriorityQueue) AddUnschedulableIfNotPresent(logger klog.Logger, pInfo *
 	return nil
 }
 
-// Summary counts the pods in each part of the queue.
+// Summary counts the pods in each part of the queue; the pods of a pod
+// group count where their group is.
 type Summary struct {
 	Active, Backoff, Unschedulable, Gated, InFlight int
+	// PendingPodGroupPods are pod group members waiting for their group's
+	// attempt to end; IncompletePodGroupPods, for their PodGroup object.
+	PendingPodGroupPods, IncompletePodGroupPods int
 }
 
 // Summary returns the current counts.
@@ -414,10 +496,21 @@ func (p *PriorityQueue) Summary() Summary {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	return Summary{
-		Active:        p.activeCount,
-		Backoff:       p.backoffQ.len(),
-		Unschedulable: len(p.unschedulable) - p.gatedCount,
-		Gated:         p.gatedCount,
-		InFlight:      len(p.inFlightPods),
+		Active:                 p.activePods(),
+		Backoff:                p.backoffQ.pods,
+		Unschedulable:          p.unschedulablePods,
+		Gated:                  p.gatedPods,
+		InFlight:               len(p.inFlightPods),
+		PendingPodGroupPods:    p.pendingPodGroupPods.len(),
+		IncompletePodGroupPods: p.incompletePodGroupPods.len(),
 	}
+}
+
+// activePods counts the pods over all active queues.
+func (p *PriorityQueue) activePods() int {
+	n := 0
+	for _, pq := range p.ring {
+		n += pq.activeQ.pods
+	}
+	return n
 }

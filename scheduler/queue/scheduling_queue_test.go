@@ -98,7 +98,7 @@ func fixed(p framework.Plugin) runtime.Factory {
 
 // newProfile builds a real framework instance named name with the given
 // QueueSort and extra plugins (plus a binder).
-func newProfile(t *testing.T, name string, sort framework.QueueSortPlugin, extra ...framework.Plugin) framework.Framework {
+func newProfile(t testing.TB, name string, sort framework.QueueSortPlugin, extra ...framework.Plugin) framework.Framework {
 	t.Helper()
 	r := runtime.Registry{}
 	plugins := []configv1.Plugin{{Name: sort.Name()}, {Name: "Binder"}}
@@ -128,15 +128,26 @@ func newQueue(t *testing.T, clk *clocktesting.FakeClock, profiles ...framework.F
 	return q, logger
 }
 
+// popPod pops an entity that must be a single pod.
+func popPod(t *testing.T, q *PriorityQueue, logger klog.Logger) *framework.QueuedPodInfo {
+	t.Helper()
+	e, err := q.Pop(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi, ok := e.(*framework.QueuedPodInfo)
+	if !ok {
+		t.Fatalf("popped %T %s/%s, want a pod", e, e.GetNamespace(), e.GetName())
+	}
+	return pi
+}
+
 // popAll pops n pods and returns their names.
 func popAll(t *testing.T, q *PriorityQueue, logger klog.Logger, n int) []string {
 	t.Helper()
 	var out []string
 	for i := 0; i < n; i++ {
-		pi, err := q.Pop(logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pi := popPod(t, q, logger)
 		out = append(out, pi.Pod.Name)
 	}
 	return out
@@ -209,10 +220,7 @@ func TestBackoffDuration(t *testing.T) {
 // failOnce pops a pod and hands it back as rejected by plugins (none means an error).
 func failOnce(t *testing.T, q *PriorityQueue, logger klog.Logger, plugins ...string) *framework.QueuedPodInfo {
 	t.Helper()
-	pi, err := q.Pop(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pi := popPod(t, q, logger)
 	pi.UnschedulablePlugins = sets.New(plugins...)
 	pi.PendingPlugins = sets.New[string]()
 	if err := q.AddUnschedulableIfNotPresent(logger, pi, q.SchedulingCycle()); err != nil {
@@ -418,10 +426,7 @@ func TestEventsWhileInFlight(t *testing.T) {
 			q, logger := newQueue(t, clk, newProfile(t, "p", prioritySort{},
 				&rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: nodeAdd}}}))
 			q.Add(logger, pod("a", "p").Obj())
-			pi, err := q.Pop(logger)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pi := popPod(t, q, logger)
 			q.MoveAllToActiveOrBackoffQueue(logger, tt.event, nil, nil, nil)
 			pi.UnschedulablePlugins = sets.New(tt.rejectors...)
 			pi.PendingPlugins = sets.New(tt.pending...)
@@ -488,10 +493,7 @@ func TestSchedulingGates(t *testing.T) {
 		t.Errorf("after lifting the gate (-want +got):\n%s", diff)
 	}
 	for i := 0; i < 2; i++ {
-		pi, err := q.Pop(logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pi := popPod(t, q, logger)
 		if pi.Pod.Name == "a" && (pi.InitialAttemptTimestamp == nil || !pi.InitialAttemptTimestamp.Equal(clk.Now())) {
 			t.Errorf("the latency of the gated pod starts at %v, want when its gate was lifted (%v)", pi.InitialAttemptTimestamp, clk.Now())
 		}
@@ -515,7 +517,7 @@ func TestProfilesAppearAndGo(t *testing.T) {
 	if diff := cmp.Diff(Summary{Active: 1}, q.Summary()); diff != "" {
 		t.Fatalf("after the profile appeared (-want +got):\n%s", diff)
 	}
-	q.RemoveProfile("late-profile")
+	q.RemoveProfile(logger, "late-profile")
 	if diff := cmp.Diff(Summary{}, q.Summary()); diff != "" {
 		t.Errorf("after the profile went (-want +got):\n%s", diff)
 	}
@@ -581,8 +583,8 @@ func TestPodUpdates(t *testing.T) {
 	if diff := cmp.Diff(Summary{Active: 2, InFlight: 1}, q.Summary()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	q.Delete(pod("c", "p").Obj())
-	q.Delete(pod("b", "p").Obj())
+	q.Delete(logger, pod("c", "p").Obj())
+	q.Delete(logger, pod("b", "p").Obj())
 	if diff := cmp.Diff(Summary{InFlight: 1}, q.Summary()); diff != "" {
 		t.Errorf("after deleting (-want +got):\n%s", diff)
 	}
@@ -620,7 +622,7 @@ func TestNominator(t *testing.T) {
 
 	// Clearing with ModeOverride and an empty node removes it.
 	q.AddNominatedPod(logger, newPI, &framework.NominatingInfo{NominatingMode: framework.ModeOverride})
-	q.Delete(nominated)
+	q.Delete(logger, nominated)
 	if got := append(q.NominatedPodsForNode("node-1"), q.NominatedPodsForNode("node-2")...); len(got) != 0 {
 		t.Errorf("nominations left: %v", podNames(got))
 	}
@@ -653,7 +655,7 @@ func TestPopWakesOnAdd(t *testing.T) {
 			got <- err.Error()
 			return
 		}
-		got <- pi.Pod.Name
+		got <- pi.GetName()
 	}()
 	q.Add(logger, pod("a", "p").Obj())
 	select {
@@ -713,10 +715,7 @@ func TestTargetPodUpdateReplayedToOtherPodsInFlight(t *testing.T) {
 	q.Add(logger, pod("b", "p").Priority(1).Obj())
 	popped := make([]*framework.QueuedPodInfo, 2)
 	for i := range popped {
-		pi, err := q.Pop(logger)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pi := popPod(t, q, logger)
 		popped[i] = pi
 	}
 	q.Update(logger, a, pod("a", "p").Priority(2).Label("x", "y").Obj())

@@ -139,7 +139,7 @@ func (b *opportunisticBatch) compatible(logger klog.Logger, pod *v1.Pod, signatu
 	}
 	var reason string
 	switch {
-	case cycle != b.lastCycle.cycle+1:
+	case cycle != b.lastCycle.cycle+1 && !b.samePodGroupCycle(cycle):
 		// Another pod was popped in between (another profile's, one
 		// skipped, one that failed before its node was chosen): the
 		// cluster may have changed in ways the kept results miss.
@@ -158,6 +158,16 @@ func (b *opportunisticBatch) compatible(logger klog.Logger, pod *v1.Pod, signatu
 	}
 	b.unusable(logger, cycle, reason)
 	return false
+}
+
+// samePodGroupCycle says whether cycle is the one the kept results come
+// from in an instance that schedules pod groups: the pods of a group share
+// their pod-group cycle's number, and upstream (GenericWorkload on) lets
+// each use the results of the one placed before it. The node it took is
+// filtered and re-scored again, so the results stay as fresh as between
+// consecutive cycles.
+func (b *opportunisticBatch) samePodGroupCycle(cycle int64) bool {
+	return b.f.workloadAware && cycle == b.lastCycle.cycle
 }
 
 // refreshHintCandidates filters the node chosen last for the new pod; if

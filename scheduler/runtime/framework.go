@@ -47,6 +47,8 @@ type frameworkOptions struct {
 	extenderPolicy                 extender.Policy
 	extenderObserver               extender.Observer
 	disableBatching                bool
+	workloadGates                  WorkloadGates
+	podGroupManager                framework.PodGroupManager
 }
 
 // WithClientSet sets the client plugins get from Handle.ClientSet.
@@ -73,6 +75,12 @@ func WithSharedDRAManager(m framework.SharedDRAManager) Option {
 // start of every cycle; PreFilter plugins receive its nodes.
 func WithSnapshotSharedLister(l framework.SharedLister) Option {
 	return func(o *frameworkOptions) { o.snapshotSharedLister = l }
+}
+
+// WithPodGroupManager sets what plugins get from Handle.PodGroupManager (the
+// scheduler cache).
+func WithPodGroupManager(m framework.PodGroupManager) Option {
+	return func(o *frameworkOptions) { o.podGroupManager = m }
 }
 
 // WithPodNominator sets where nominated pods are tracked (the queue).
@@ -140,6 +148,7 @@ type frameworkImpl struct {
 	snapshotSharedLister framework.SharedLister
 	podNominator         framework.PodNominator
 	podActivator         framework.PodActivator
+	podGroupManager      framework.PodGroupManager
 	waitingPodObservers  []framework.WaitingPodObserver
 	parallelizer         framework.Parallelizer
 	metrics              *metrics.Metrics
@@ -159,6 +168,14 @@ type frameworkImpl struct {
 	bindPlugins       []framework.BindPlugin
 	postBindPlugins   []framework.PostBindPlugin
 
+	// The pod-group points, built only with their gate on (WithWorkloadGates).
+	placementGeneratePlugins  []framework.PlacementGeneratePlugin
+	placementScorePlugins     []framework.PlacementScorePlugin
+	podGroupPostFilterPlugins []framework.PodGroupPostFilterPlugin
+	placementFeasiblePlugins  []framework.PlacementFeasiblePlugin
+	// placementScorePluginWeight is the weight of each placementScorePlugins.
+	placementScorePluginWeight map[string]int64
+
 	// scoreWeights[i] is the weight of scorePlugins[i]; a slice, not a map,
 	// because it is read once per (node, plugin).
 	scoreWeights      []int64
@@ -170,6 +187,9 @@ type frameworkImpl struct {
 	gangPlugin framework.GangPermitPlugin
 	// waitStarted are the Permit plugins told when a pod they hold waits.
 	waitStarted []framework.WaitStartedPermitPlugin
+	// workloadAware says whether the instance schedules pod groups (see
+	// WorkloadAware).
+	workloadAware bool
 
 	// Observers are resolved per instance so the hot path neither hashes
 	// label values nor allocates; see statusObserver.
@@ -253,6 +273,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		snapshotSharedLister:           o.snapshotSharedLister,
 		podNominator:                   o.podNominator,
 		podActivator:                   o.podActivator,
+		podGroupManager:                o.podGroupManager,
 		waitingPodObservers:            o.waitingPodObservers,
 		parallelizer:                   framework.NewParallelizer(o.parallelism),
 		metrics:                        o.metrics,
@@ -271,6 +292,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	if p := profile.PercentageOfNodesToScore; p != nil && (*p < 0 || *p > 100) {
 		errs = append(errs, &ConfigError{Reason: fmt.Sprintf("percentageOfNodesToScore %d is not in [0, 100]", *p)})
 	}
+	f.workloadAware = workloadAware(plugins, o.workloadGates)
 	exts, err := extender.New(o.extenders, o.extenderPolicy, o.extenderObserver)
 	if err != nil {
 		errs = append(errs, &ConfigError{ExtensionPoint: "Extenders", Reason: err.Error()})
@@ -283,10 +305,10 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		// Extenders register no events: a pod some extender rejected
 		// nodes for (its UnschedulablePlugins has extender.Name) is
 		// requeued by any cluster event, as upstream.
-		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name})
+		f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: extender.Name, workloadAware: f.workloadAware})
 	}
 
-	if err := checkPodGroupPoints(profile.Plugins, r); err != nil {
+	if err := checkPodGroupPoints(profile.Plugins, r, o.workloadGates, f.workloadAware); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -294,18 +316,19 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	// typo never costs a plugin start-up.
 	seenMulti := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
-		if _, ok := r[p.Name]; !ok {
-			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+		if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: reason})
 		} else if seenMulti.Has(p.Name) {
 			errs = append(errs, &ConfigError{ExtensionPoint: MultiPoint, Plugin: p.Name, Reason: "enabled more than once"})
 		}
 		seenMulti.Insert(p.Name)
 	}
-	needed := enabledNames(plugins)
-	for _, e := range extensionPoints {
+	points := activePoints(o.workloadGates, f.workloadAware)
+	needed := enabledNames(plugins, points)
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
-			if _, ok := r[p.Name]; !ok {
-				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: unregisteredReason(p.Name)})
+			if reason, ok := unavailableReason(r, p.Name, o.workloadGates); ok {
+				errs = append(errs, &ConfigError{ExtensionPoint: e.name, Plugin: p.Name, Reason: reason})
 			}
 		}
 	}
@@ -374,7 +397,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 		f.fillEnqueueExtensions(p)
 	}
 
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		names, err := resolvePoint(e, plugins, f.pluginsMap)
 		if err != nil {
 			return nil, err
@@ -403,7 +426,8 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for _, p := range f.scorePlugins {
 		f.scoreObs = append(f.scoreObs, f.pluginObs[Score][p.Name()])
 	}
-	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind} {
+	for _, point := range []string{Sign, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Unreserve, Permit, PreBindPreFlight, PreBind, Bind, PostBind,
+		PlacementGenerate, PlacementFeasible, PlacementScore, PodGroupPostFilter} {
 		f.pointObs[point] = newExtensionPointObserver(f.metrics, point, f.profileName)
 	}
 
@@ -419,7 +443,7 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	for i, p := range f.scorePlugins {
 		scoreNames[i] = p.Name()
 	}
-	weights, err := scoreWeights(plugins, scoreNames)
+	weights, err := scoreWeights(Score, plugins.Score.Enabled, plugins.MultiPoint.Enabled, scoreNames)
 	if err != nil {
 		return nil, err
 	}
@@ -427,6 +451,10 @@ func NewFramework(ctx context.Context, r Registry, profile *configv1.KubeSchedul
 	f.scoreWeights = make([]int64, len(scoreNames))
 	for i, n := range scoreNames {
 		f.scoreWeights[i] = weights[n]
+	}
+
+	if err := f.buildPodGroupPoints(logger, plugins); err != nil {
+		return nil, err
 	}
 
 	f.permitMaxTimeouts = make([]time.Duration, len(f.permitPlugins))
@@ -480,17 +508,27 @@ func (f *frameworkImpl) fillEnqueueExtensions(p framework.Plugin) {
 		f.enqueueExtensions = append(f.enqueueExtensions, ext)
 		return
 	}
-	f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: p.Name()})
+	f.enqueueExtensions = append(f.enqueueExtensions, &defaultEnqueueExtension{pluginName: p.Name(), workloadAware: f.workloadAware})
 }
 
-type defaultEnqueueExtension struct{ pluginName string }
+// defaultEnqueueExtension registers every event for a plugin that names
+// none: those of every resource, and PodGroup's in a workload-aware
+// instance, as upstream adds them with GenericWorkload on.
+type defaultEnqueueExtension struct {
+	pluginName    string
+	workloadAware bool
+}
 
 var _ framework.EnqueueExtensions = (*defaultEnqueueExtension)(nil)
 
 func (p *defaultEnqueueExtension) Name() string { return p.pluginName }
 
 func (p *defaultEnqueueExtension) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
-	return framework.UnrollWildCardResource(), nil
+	events := framework.UnrollWildCardResource()
+	if p.workloadAware {
+		events = append(events, framework.ClusterEventWithHint{Event: framework.ClusterEvent{Resource: framework.PodGroup, ActionType: framework.All}})
+	}
+	return events, nil
 }
 
 // ShouldSamplePluginMetrics picks the cycles whose plugin durations are
@@ -581,6 +619,12 @@ func (f *frameworkImpl) ListPlugins() *configv1.Plugins {
 	list(&out.PreBind, names(f.preBindPlugins), false)
 	list(&out.Bind, names(f.bindPlugins), false)
 	list(&out.PostBind, names(f.postBindPlugins), false)
+	list(&out.PodGroupPostFilter, names(f.podGroupPostFilterPlugins), false)
+	list(&out.PlacementGenerate, names(f.placementGeneratePlugins), false)
+	for _, n := range names(f.placementScorePlugins) {
+		w := int32(f.placementScorePluginWeight[n])
+		out.PlacementScore.Enabled = append(out.PlacementScore.Enabled, configv1.Plugin{Name: n, Weight: &w})
+	}
 	return out
 }
 
@@ -611,8 +655,19 @@ func (f *frameworkImpl) SharedInformerFactory() informers.SharedInformerFactory 
 	return f.informerFactory
 }
 
+// MutableSnapshotSharedLister returns the snapshot if it can be mutated
+// (the scheduler cache's can), else nil.
+func (f *frameworkImpl) MutableSnapshotSharedLister() framework.MutableSnapshotSharedLister {
+	m, _ := f.snapshotSharedLister.(framework.MutableSnapshotSharedLister)
+	return m
+}
+
 func (f *frameworkImpl) SharedDRAManager() framework.SharedDRAManager {
 	return f.draManager
+}
+
+func (f *frameworkImpl) PodGroupManager() framework.PodGroupManager {
+	return f.podGroupManager
 }
 
 func (f *frameworkImpl) IterateOverWaitingPods(callback func(framework.WaitingPod)) {

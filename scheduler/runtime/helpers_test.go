@@ -231,8 +231,12 @@ func makePod(name string) *v1.Pod {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 }
 
-// snapshot is a minimal SharedLister over a fixed node list.
-type snapshot struct{ nodes []*framework.NodeInfo }
+// snapshot is a minimal SharedLister over a fixed node list; it holds no
+// pod group (the embedded nil lister panics if asked for one).
+type snapshot struct {
+	framework.SharedLister
+	nodes []*framework.NodeInfo
+}
 
 func (s *snapshot) NodeInfos() framework.NodeInfoLister       { return s }
 func (s *snapshot) StorageInfos() framework.StorageInfoLister { return s }

@@ -32,6 +32,12 @@ const (
 	Unreserve                   = metrics.Unreserve
 	Permit                      = metrics.Permit
 	Sign                        = metrics.Sign
+
+	PlacementGenerate                = metrics.PlacementGenerate
+	PlacementFeasible                = metrics.PlacementFeasible
+	PlacementScore                   = metrics.PlacementScore
+	PlacementScoreExtensionNormalize = metrics.PlacementScoreExtensionNormalize
+	PodGroupPostFilter               = metrics.PodGroupPostFilter
 )
 
 // PluginMetricsSamplePercent is the share of scheduling cycles whose plugin

@@ -46,6 +46,9 @@ func mergePlugins(defaults, custom *configv1.Plugins) *configv1.Plugins {
 	for _, e := range extensionPoints {
 		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
 	}
+	for _, e := range podGroupPoints {
+		*e.set(defaults) = mergePluginSet(*e.set(defaults), *e.set(custom))
+	}
 	return defaults
 }
 
@@ -105,45 +108,79 @@ func implements[T any](p framework.Plugin) bool {
 
 // podGroupPoint is one of upstream's pod-group (workload) extension points.
 // Upstream runs them only behind gate, off by default in Kubernetes 1.37.2,
-// and only for pod groups; pods are scheduled one at a time here.
+// and only for pod groups. In a workload-aware profile (see WorkloadAware)
+// the points whose gate is on are built as any other; elsewhere they are
+// inert (see checkPodGroupPoints).
 type podGroupPoint struct {
-	name string
-	set  func(*configv1.Plugins) configv1.PluginSet
+	extensionPoint
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
-	// implements the point with (it also has DynamicResources at
-	// PodGroupPostFilter and PodGroupPodsCount and TopologyPlacementGenerator
-	// at the placement points, none of them built here).
+	// implements the point with, besides the workload plugins (it also
+	// has DynamicResources at PodGroupPostFilter): what an inert point
+	// accepts.
 	upstream sets.Set[string]
 }
 
 var podGroupPoints = []podGroupPoint{
-	{"PlacementGenerate", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementGenerate }, "TopologyAwareWorkloadScheduling", sets.New[string]()},
-	{"PlacementScore", func(p *configv1.Plugins) configv1.PluginSet { return p.PlacementScore }, "TopologyAwareWorkloadScheduling", sets.New("NodeResourcesFit")},
-	{"PodGroupPostFilter", func(p *configv1.Plugins) configv1.PluginSet { return p.PodGroupPostFilter }, "GenericWorkload", sets.New("DefaultPreemption")},
+	{extensionPoint{PlacementGenerate, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementGenerate }, implements[framework.PlacementGeneratePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementGeneratePlugins = append(f.placementGeneratePlugins, p.(framework.PlacementGeneratePlugin))
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New[string]()},
+	{extensionPoint{PlacementScore, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PlacementScore }, implements[framework.PlacementScorePlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.placementScorePlugins = append(f.placementScorePlugins, p.(framework.PlacementScorePlugin))
+		}}, TopologyAwareWorkloadSchedulingGate, sets.New("NodeResourcesFit")},
+	{extensionPoint{PodGroupPostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PodGroupPostFilter }, implements[framework.PodGroupPostFilterPlugin],
+		func(f *frameworkImpl, p framework.Plugin) {
+			f.podGroupPostFilterPlugins = append(f.podGroupPostFilterPlugins, p.(framework.PodGroupPostFilterPlugin))
+		}}, GenericWorkloadGate, sets.New("DefaultPreemption")},
 }
 
-// checkPodGroupPoints accepts at a pod-group point what upstream 1.37.2
-// accepts there with its default gates, where it is inert: a plugin that
-// implements the point. A pasted 1.37 profile, such as the expanded default
-// one listing DefaultPreemption under podGroupPostFilter, thus loads
-// unchanged and behaves as upstream. Any other plugin, which upstream
-// refuses as not extending the point, is refused naming the gate the point
-// needs.
-func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
+// activePoints returns the extension points built for a profile: the
+// regular ones and, in a workload-aware profile, the pod-group points whose
+// gate is on.
+func activePoints(g WorkloadGates, workloadAware bool) []extensionPoint {
+	out := extensionPoints
+	for _, pt := range podGroupPoints {
+		if workloadAware && g.enabled(pt.gate) {
+			out = append(out[:len(out):len(out)], pt.extensionPoint)
+		}
+	}
+	return out
+}
+
+// checkPodGroupPoints checks the pod-group points of a profile. In a
+// workload-aware profile, a point whose gate is on is left to building,
+// which resolves it as any other point. Elsewhere it accepts what
+// upstream 1.37.2 accepts there with its default gates, where it is inert:
+// a plugin that implements the point. A pasted 1.37 profile, such as the
+// expanded default one listing DefaultPreemption under
+// podGroupPostFilter, thus loads unchanged and behaves as upstream. Any
+// other plugin, which upstream refuses as not extending the point, is
+// refused naming what the point needs.
+func checkPodGroupPoints(p *configv1.Plugins, r Registry, g WorkloadGates, workloadAware bool) error {
 	if p == nil {
 		return nil
 	}
 	for _, pt := range podGroupPoints {
+		if workloadAware && g.enabled(pt.gate) {
+			continue
+		}
 		for _, pl := range pt.set(p).Enabled {
-			if _, ok := r[pl.Name]; !ok {
-				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: unregisteredReason(pl.Name)}
+			if reason, ok := unavailableReason(r, pl.Name, g); ok {
+				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: reason}
 			}
-			if !pt.upstream.Has(pl.Name) {
+			if pt.upstream.Has(pl.Name) {
+				continue
+			}
+			if g.enabled(pt.gate) {
 				return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
-					"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
-					pt.name, pt.gate)}
+					"the plugin does not implement %s; that point only runs for pod groups, in a profile that enables GangScheduling, TopologyPlacementGenerator or PodGroupPodsCount, and this one schedules pods one at a time",
+					pt.name)}
 			}
+			return &ConfigError{ExtensionPoint: pt.name, Plugin: pl.Name, Reason: fmt.Sprintf(
+				"the plugin does not implement %s; that point only runs for pod groups, with the %s feature gate, off by default in Kubernetes 1.37, and pods are scheduled one at a time here",
+				pt.name, pt.gate)}
 		}
 	}
 	return nil
@@ -152,26 +189,31 @@ func checkPodGroupPoints(p *configv1.Plugins, r Registry) error {
 // offByDefaultGate is, for one of upstream 1.37.2's plugins that its
 // default profile adds only with a feature gate off by default, that gate.
 // Upstream registers them whatever the gates, so a profile may name them,
-// but they do nothing useful with the gate off; none is built here.
+// but they do nothing useful with the gate off. A profile may use them
+// only with the gate on (WithWorkloadGates), DeferredPodScheduling never.
 func offByDefaultGate(name string) (string, bool) {
 	switch name {
 	case "GangScheduling":
-		return "GenericWorkload", true
+		return GenericWorkloadGate, true
 	case "DeferredPodScheduling":
 		return "InPlacePodVerticalScalingSchedulerPreemption", true
 	case "TopologyPlacementGenerator", "PodGroupPodsCount":
-		return "TopologyAwareWorkloadScheduling", true
+		return TopologyAwareWorkloadSchedulingGate, true
 	}
 	return "", false
 }
 
-// unregisteredReason says why a plugin name does not resolve: for an
-// upstream plugin only used with a gate off by default, the gate.
-func unregisteredReason(name string) string {
-	if gate, ok := offByDefaultGate(name); ok {
-		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate)
+// unavailableReason says why a plugin name does not resolve, if it does
+// not: for an upstream plugin only used with a gate that is off, the
+// gate, whether or not a plugin of that name is registered.
+func unavailableReason(r Registry, name string, g WorkloadGates) (string, bool) {
+	if gate, ok := offByDefaultGate(name); ok && !g.enabled(gate) {
+		return fmt.Sprintf("kube-scheduler 1.37.2 uses this plugin only with the %s feature gate, off by default; profile-scheduler refuses it rather than load it inert", gate), true
 	}
-	return "no such plugin is registered"
+	if _, ok := r[name]; !ok {
+		return "no such plugin is registered", true
+	}
+	return "", false
 }
 
 // extensionPoints lists the points in upstream's order (the order of
@@ -227,13 +269,14 @@ var extensionPoints = []extensionPoint{
 		}},
 }
 
-// enabledNames returns every plugin name enabled anywhere in plugins.
-func enabledNames(plugins *configv1.Plugins) sets.Set[string] {
+// enabledNames returns every plugin name enabled in plugins' multiPoint
+// or at one of points.
+func enabledNames(plugins *configv1.Plugins, points []extensionPoint) sets.Set[string] {
 	out := sets.New[string]()
 	for _, p := range plugins.MultiPoint.Enabled {
 		out.Insert(p.Name)
 	}
-	for _, e := range extensionPoints {
+	for _, e := range points {
 		for _, p := range e.set(plugins).Enabled {
 			out.Insert(p.Name)
 		}
@@ -311,32 +354,33 @@ func resolvePoint(e extensionPoint, plugins *configv1.Plugins, instances map[str
 // reach the overflow rule without millions of plugins.
 var maxTotalScore = framework.MaxTotalScore
 
-// scoreWeights returns the weight of each Score plugin that runs. A weight
-// set at the Score point wins over one set in multiPoint; unset means 1.
-// The sum of weight × MaxNodeScore must fit in int64.
-func scoreWeights(plugins *configv1.Plugins, scoreNames []string) (map[string]int64, error) {
+// scoreWeights returns the weight of each plugin that runs at a scoring
+// point (Score or PlacementScore). A weight set at the point wins over one
+// set in multiPoint; unset means 1. The sum of weight × MaxScore must fit
+// in int64.
+func scoreWeights(point string, pointEnabled, multiPointEnabled []configv1.Plugin, names []string) (map[string]int64, error) {
 	configured := map[string]*int32{}
-	for _, list := range [][]configv1.Plugin{plugins.Score.Enabled, plugins.MultiPoint.Enabled} {
+	for _, list := range [][]configv1.Plugin{pointEnabled, multiPointEnabled} {
 		for _, p := range list {
 			if _, ok := configured[p.Name]; !ok {
 				configured[p.Name] = p.Weight
 			}
 		}
 	}
-	weights := make(map[string]int64, len(scoreNames))
+	weights := make(map[string]int64, len(names))
 	var total int64
-	for _, name := range scoreNames {
+	for _, name := range names {
 		w := int64(1)
 		if p := configured[name]; p != nil && *p != 0 {
 			w = int64(*p)
 		}
 		if w < 0 {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d is negative", w)}
 		}
-		if w*framework.MaxNodeScore > maxTotalScore-total {
-			return nil, &ConfigError{ExtensionPoint: Score, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of Score plugins overflow int64", w)}
+		if w*framework.MaxScore > maxTotalScore-total {
+			return nil, &ConfigError{ExtensionPoint: point, Plugin: name, Reason: fmt.Sprintf("weight %d makes the total score of %s plugins overflow int64", w, point)}
 		}
-		total += w * framework.MaxNodeScore
+		total += w * framework.MaxScore
 		weights[name] = w
 	}
 	return weights, nil
@@ -357,5 +401,5 @@ func EnabledPlugins(defaults, custom *configv1.Plugins) sets.Set[string] {
 	if defaults == nil {
 		defaults = &configv1.Plugins{}
 	}
-	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()))
+	return enabledNames(mergePlugins(defaults.DeepCopy(), custom.DeepCopy()), extensionPoints)
 }

@@ -288,7 +288,14 @@ spec:
 		}
 
 		Expect(localcluster.CreateNodes(ctx, cluster.Clientset, localcluster.Nodes("node", 3, localcluster.Standard), 3)).To(Succeed())
-		kubectlOK(kubectl, "apply", "-k", config("samples"))
+		// The deployed operator runs without the workload gates, as
+		// kube-scheduler's defaults: the workloads sample is refused at
+		// apply, naming the gate, and the others are applied.
+		samples, err := kubectl.Run("apply", "-k", config("samples"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(samples.Code).NotTo(BeZero(), samples.Stdout)
+		Expect(samples.Stdout).To(ContainSubstring("schedulingprofile.scheduling.schedprofiles.io/gpu-gangs created"))
+		Expect(strings.TrimSpace(samples.Stderr)).To(MatchRegexp(`^Error from server \(Forbidden\): error when creating .*: admission webhook "vschedulingprofile.scheduling.schedprofiles.io" denied the request: SchedulingProfile workloads cannot be built: MultiPoint plugin "GangScheduling": kube-scheduler 1.37.2 uses this plugin only with the GenericWorkload feature gate, off by default`))
 		for _, name := range []string{"profile-scheduler", "bin-packing", "approvals"} {
 			Eventually(func(g Gomega) {
 				sp := &schedulingv1alpha1.SchedulingProfile{}

@@ -61,7 +61,7 @@ var walkthrough = []step{
 		}
 	}},
 	{"kubectl get schedulingprofiles", func(out string) {
-		for _, name := range []string{"approvals", "bin-packing", "gangs", "gpu-gangs", "profile-scheduler"} {
+		for _, name := range []string{"approvals", "bin-packing", "gangs", "gpu-gangs", "profile-scheduler", "workloads"} {
 			Expect(out).To(MatchRegexp(`(?m)^%[1]s\s+%[1]s\s+True\s+True\s`, name))
 		}
 	}},
@@ -73,7 +73,7 @@ var walkthrough = []step{
 		Expect(out).To(MatchRegexp(`web-0\s+1/1\s+Running`))
 		Expect(nodesOf(out)).To(HaveLen(3), "the default profile (LeastAllocated) spreads the pods:\n%s", out)
 	}},
-	{"profile-scheduler validate config/samples/ 2>&1", func(out string) {
+	{"profile-scheduler validate --feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true config/samples/ 2>&1", func(out string) {
 		Expect(out).To(MatchRegexp(`^validate: [1-9][0-9]* SchedulingProfiles checked, 0 refused; 0 documents malformed; [0-9]+ documents of other kinds skipped\n$`),
 			"the sample profiles pass: no finding, only the summary")
 	}},
@@ -124,17 +124,17 @@ var walkthrough = []step{
 	{"kubectl label nodes node-0 node-1 node-2 gang=workers", func(out string) {
 		Expect(strings.Count(out, " labeled")).To(Equal(3), out)
 	}},
-	{"kubectl wait podgroup/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
+	{"kubectl wait pg/workers --for=jsonpath='{.status.waiting}'=3", contains("condition met")},
 	{"kubectl get waitingpods -o wide", func(out string) {
 		// The Job controller names indexed pods JOB-INDEX-RANDOM.
 		Expect(regexp.MustCompile(`(?m)^workers-\d-\w+\s+workers-\d-\w+\s+node-[012]\s+gangs\s+workers\s+Coscheduling\s+False\s+\d{4}-\S+\s+Coscheduling: 3/4 members assigned\s`).FindAllString(out, -1)).To(HaveLen(3), out)
 	}},
-	{"kubectl get podgroups", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
+	{"kubectl get pg", matches(`(?m)^workers\s+Scheduling\s+4\s+3\s`)},
 	{"kubectl label nodes node-3 gang=workers", contains("node/node-3 labeled")},
 	{"kubectl wait --for=condition=Ready pods -l app=workers", func(out string) {
 		Expect(strings.Count(out, "condition met")).To(Equal(4))
 	}},
-	{"kubectl get podgroup workers", matches(`(?m)^workers\s+Running\s+4\s+4\s+4\s`)},
+	{"kubectl get pg workers", matches(`(?m)^workers\s+Running\s+4\s+4\s+4\s`)},
 	{"kubectl wait --for=condition=Complete job/workers --timeout=2m", contains("job.batch/workers condition met")},
 	{"kubectl get pods -l app=workers", func(out string) {
 		Expect(regexp.MustCompile(`(?m)^workers-[0-3]-\w+\s+0/1\s+Completed\s`).FindAllString(out, -1)).To(HaveLen(4), out)
@@ -144,7 +144,7 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring("podgroup.scheduling.x-k8s.io/gpu-workers created"))
 		Expect(out).To(ContainSubstring("job.batch/gpu-workers created"))
 	}},
-	{"kubectl wait podgroup/gpu-workers --for=jsonpath='{.status.waiting}'=4", contains("condition met")},
+	{"kubectl wait pg/gpu-workers --for=jsonpath='{.status.waiting}'=4", contains("condition met")},
 	{"kubectl get waitingpods -l app=gpu-workers -o custom-columns=NAME:.metadata.name,NODE:.status.nodeName,CLAIM:.status.claims[0].resourceClaim,POOL:.status.claims[0].devices[0].pool,DEVICES:.status.claims[0].devices[*].device", func(out string) {
 		// Each worker holds two GPUs of its own node; the simulated
 		// driver names a node's pool after it.
@@ -160,12 +160,36 @@ var walkthrough = []step{
 			}
 		}
 	}},
-	{`kubectl approve podgroup/gpu-workers --reason "8 GPUs reviewed"`, contains("podgroup/gpu-workers: 4 of 4 members approved")},
+	{`kubectl approve pg/gpu-workers --reason "8 GPUs reviewed"`, contains("podgroup/gpu-workers: 4 of 4 members approved")},
 	{"kubectl wait --for=condition=Ready pods -l app=gpu-workers", func(out string) {
 		Expect(strings.Count(out, "condition met")).To(Equal(4))
 	}},
 	{"kubectl get resourceclaims", func(out string) {
 		Expect(regexp.MustCompile(`(?m)^gpu-workers-\d-\w+-gpus-\w+\s+allocated,reserved\s`).FindAllString(out, -1)).To(HaveLen(4), out)
+	}},
+	{"kubectl apply -f config/samples/pods/gpu-workload.yaml", func(out string) {
+		Expect(out).To(ContainSubstring("workload.scheduling.k8s.io/trainer created"))
+		Expect(out).To(ContainSubstring("podgroup.scheduling.k8s.io/trainer-workers created"))
+		Expect(out).To(ContainSubstring("pod/trainer-3 created"))
+	}},
+	{"for i in 0 1 2 3; do kubectl wait --for=create waitingpod/trainer-$i; done", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(4), out)
+	}},
+	{"kubectl wait --for=condition=Waiting waitingpods -l app=trainer", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(4), out)
+	}},
+	{"kubectl get waitingpods -l app=trainer -o custom-columns=NAME:.metadata.name,NODE:.status.nodeName,PLUGINS:.status.plugins,DEVICES:.status.claims[0].devices[*].device", func(out string) {
+		// Each member holds a GPU of its node, and ManualApproval holds
+		// every member of the group placed as one.
+		rows := regexp.MustCompile(`(?m)^trainer-[0-3]\s+(node-[135])\s+\S*ManualApproval\S*\s+(gpu-[0-3])\s*$`).FindAllStringSubmatch(out, -1)
+		Expect(rows).To(HaveLen(4), out)
+	}},
+	{`kubectl approve podgroup/trainer-workers --reason "4 GPUs reviewed"`, contains("podgroup.scheduling.k8s.io/trainer-workers: 4 of 4 members approved")},
+	{"kubectl wait --for=condition=Ready pods -l app=trainer", func(out string) {
+		Expect(strings.Count(out, "condition met")).To(Equal(4))
+	}},
+	{"kubectl get pods -l app=trainer -o wide", func(out string) {
+		Expect(regexp.MustCompile(`(?m)^trainer-[0-3]\s+1/1\s+Running\s+\d+\s+\S+\s+\S+\s+node-[135]\s`).FindAllString(out, -1)).To(HaveLen(4), out)
 	}},
 	{"kubectl apply -f config/samples/pods/database.yaml", func(out string) {
 		Expect(out).To(ContainSubstring("statefulset.apps/database created"))
@@ -193,6 +217,8 @@ var walkthrough = []step{
 		Expect(out).To(ContainSubstring(`job.batch "workers" deleted`))
 		Expect(out).To(ContainSubstring(`podgroup.scheduling.x-k8s.io "workers" deleted`))
 		Expect(out).To(ContainSubstring(`job.batch "gpu-workers" deleted`))
+		Expect(out).To(ContainSubstring(`podgroup.scheduling.k8s.io "trainer-workers" deleted`))
+		Expect(out).To(ContainSubstring(`workload.scheduling.k8s.io "trainer" deleted`))
 	}},
 	{"kubectl delete -f config/samples/shadow/", contains(`schedulingprofile.scheduling.schedprofiles.io "spread-shadow" deleted`)},
 	{"kubectl delete pvc --all", contains(`persistentvolumeclaim "data-database-0" deleted`)},

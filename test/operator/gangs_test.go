@@ -261,7 +261,7 @@ var _ = Describe("Gangs", Ordered, func() {
 			))
 		}
 		Expect(kubectlOK("get", "waitingpods", "-n", ns)).To(ContainSubstring("Coscheduling: 3/4 members assigned"))
-		Eventually(func() string { return kubectlOK("get", "podgroups", "-n", ns) }).Should(MatchRegexp(`train\s+Scheduling\s+4\s+3\s`))
+		Eventually(func() string { return kubectlOK("get", "pg", "-n", ns) }).Should(MatchRegexp(`train\s+Scheduling\s+4\s+3\s`))
 		Consistently(func() map[string]int { return boundMembers(ns) }, "2s").Should(BeEmpty())
 
 		// A node becomes ready for the last member: the gang is complete.
@@ -612,6 +612,6 @@ var _ = Describe("Gangs", Ordered, func() {
 		}, "120s").Should(Equal(15))
 		Consistently(noPartialGang(ns, 8), "3s").Should(Succeed())
 		// No kubelet runs the pods here: bound is as far as they get.
-		Expect(kubectlOK("get", "podgroups", "-n", ns)).To(MatchRegexp(`g\d\d\s+Scheduling\s+8\s+8\s`))
+		Expect(kubectlOK("get", "pg", "-n", ns)).To(MatchRegexp(`g\d\d\s+Scheduling\s+8\s+8\s`))
 	})
 })

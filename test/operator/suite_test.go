@@ -122,6 +122,10 @@ func startOperator(extra ...func(runtime.Registry) error) {
 			Scheduler: []scheduler.Option{
 				scheduler.WithUnservedWarningDelay(unservedWarningDelay),
 				scheduler.WithOwnSchedulerNamePrefixes(ownPrefix),
+				// Workload-aware profiles are available, as with
+				// --feature-gates=GenericWorkload=true; other profiles
+				// are as without.
+				scheduler.WithWorkloadGates(true, false),
 			},
 		},
 	})

@@ -336,6 +336,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := h.createWorkloadPodGroups(ctx, measureNamespace); err != nil {
+		return nil, err
+	}
 	if _, err := h.createPods(ctx, measureNamespace, w.Pods, true); err != nil {
 		return nil, err
 	}
@@ -718,6 +721,9 @@ func (h *harness) createPods(ctx context.Context, namespace string, count int, m
 		}
 		if measured && h.w.Gang > 0 {
 			p.Labels[podgroupv1alpha1.PodGroupLabel] = gangOf(i, h.w.Gang)
+		}
+		if measured {
+			h.w.inPodGroup(p, i)
 		}
 		created, err := h.cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {

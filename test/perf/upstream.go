@@ -57,6 +57,9 @@ func (h *harness) runUpstream(ctx context.Context, res *Result) error {
 		return err
 	}
 	defer stopWatch()
+	if err := h.createWorkloadPodGroups(ctx, upstreamNamespace); err != nil {
+		return err
+	}
 	if _, err := h.createPods(ctx, upstreamNamespace, h.w.Pods, true); err != nil {
 		return err
 	}

@@ -28,6 +28,11 @@ type Workload struct {
 	// Gang, when set, puts the measured pods into PodGroups of that many
 	// members each (minMember too), for a Coscheduling profile.
 	Gang int
+	// PodGroups, when set, puts the measured pods into upstream's
+	// scheduling.k8s.io/v1beta1 PodGroups (spec.schedulingGroup), gangs
+	// whose sizes cycle through this list, each with minCount its size;
+	// both schedulers run with the workload gates (workloadGates).
+	PodGroups []int
 	// Extender gives the measured profile (and kube-scheduler) an HTTP
 	// extender served by the harness on loopback, for filter and
 	// prioritize.
@@ -114,6 +119,16 @@ const (
     - name: Coscheduling
     disabled:
     - name: "*"`
+	// workloadAware is upstream's default profile as kube-scheduler 1.37.2
+	// expands it with GenericWorkload and TopologyAwareWorkloadScheduling
+	// on: the profile that opts in here names the plugins the gates add.
+	workloadAware = `plugins:
+  multiPoint:
+    enabled:
+    - name: GangScheduling
+    - name: TopologyPlacementGenerator
+    - name: PodGroupPodsCount
+      weight: 1`
 	// noPodTopologySpread is the default profile without
 	// PodTopologySpread: its system default constraints leave every pod
 	// unsigned, so the default profile never batches, upstream's included.
@@ -139,6 +154,10 @@ var allWorkloads = []Workload{
 	// Gangs of 8 (scheduler-plugins' Coscheduling with PodGroups): each
 	// member waits at Permit until its gang is complete.
 	{Name: "Gangs/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: coscheduling, Gang: 8},
+	// Upstream's gangs (scheduling.k8s.io/v1beta1 PodGroups of 2, 4, 8 and
+	// 16 pods, 400 groups), each scheduled in one pod-group cycle by a
+	// workload-aware profile, beside kube-scheduler with the same gates.
+	{Name: "PodGroups/500Nodes", Nodes: 500, InitPods: 500, Pods: 3000, Profile: workloadAware, PodGroups: []int{2, 4, 8, 16}},
 	// A run of identical pods under a profile in which they can be signed,
 	// with opportunistic batching (on by default) and without it.
 	{Name: "IdenticalPods/5000Nodes", Nodes: 5000, InitPods: 1000, Pods: 3000, Profile: noPodTopologySpread},
@@ -161,6 +180,7 @@ var defaultWorkloads = []string{
 	"NodeAffinity/500Nodes",
 	"MostAllocated/500Nodes",
 	"ManualApproval/500Nodes",
+	"PodGroups/500Nodes",
 }
 
 // selectWorkloads resolves a comma-separated list of names (or "default",
@@ -208,10 +228,17 @@ func gangOf(i, size int) string { return fmt.Sprintf("gang-%d", i/size) }
 // schedulerArgs are the command-line flags the workload adds to either
 // scheduler's: both take kube-scheduler's --feature-gates.
 func (w *Workload) schedulerArgs() []string {
+	var gates []string
 	if w.NoBatching {
-		return []string{"--feature-gates=OpportunisticBatching=false"}
+		gates = append(gates, "OpportunisticBatching=false")
 	}
-	return nil
+	if len(w.PodGroups) > 0 {
+		gates = append(gates, localcluster.WorkloadFeatureGates)
+	}
+	if len(gates) == 0 {
+		return nil
+	}
+	return []string{"--feature-gates=" + strings.Join(gates, ",")}
 }
 
 func workloadNames() string {

@@ -1,5 +1,6 @@
 // Package scheduling_test runs the scheduling loop against a real API
-// server with the built-in plugins of the default profile: profiles
+// server with the built-in plugins of the default profile (and, with
+// GenericWorkload on, those of workload-aware profiles): profiles
 // published programmatically, Node objects with capacity and a Ready
 // condition (no kubelets), and pods that must end up bound, or reported as
 // unschedulable the way kube-scheduler reports them.
@@ -66,8 +67,11 @@ var _ = BeforeSuite(func() {
 	extenders, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
 	Expect(err).NotTo(HaveOccurred())
 	sched, err = scheduler.New(ctx, cs, registry(), scheduler.WithDefaultPlugins(plugins.DefaultPlugins()), scheduler.WithMetrics(m),
-		scheduler.WithExtenderPolicy(extenders))
+		scheduler.WithExtenderPolicy(extenders), scheduler.WithWorkloadGates(true, false))
 	Expect(err).NotTo(HaveOccurred())
+	// The control plane serves the workload API: the loop starts the
+	// PodGroup informer with the others, as the operator has it do then.
+	Expect(sched.StartPodGroupInformer(ctx)).To(Succeed())
 	done = make(chan error, 1)
 	go func() { done <- sched.Start(ctx) }()
 })

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,14 @@ type ControlPlaneProcess struct {
 // FindControlPlaneProcess finds the one child of this process whose
 // command is name, as envtest started it; a restart logs to log.
 func FindControlPlaneProcess(name, log string) (*ControlPlaneProcess, error) {
+	return FindControlPlaneProcessWith(name, log, "")
+}
+
+// FindControlPlaneProcessWith is FindControlPlaneProcess among the
+// children whose command line has the argument arg (any when empty), for
+// a suite that runs more than one control plane: the kube-apiserver with
+// --secure-port=N.
+func FindControlPlaneProcessWith(name, log, arg string) (*ControlPlaneProcess, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -49,9 +58,16 @@ func FindControlPlaneProcess(name, log string) (*ControlPlaneProcess, error) {
 			continue
 		}
 		comm, ppid, _, err := procStat(pid)
-		if err == nil && comm == name && ppid == self {
-			found = append(found, pid)
+		if err != nil || comm != name || ppid != self {
+			continue
 		}
+		if arg != "" {
+			cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+				continue
+			}
+		}
+		found = append(found, pid)
 	}
 	if len(found) != 1 {
 		return nil, fmt.Errorf("want one child process %s of this process, found %d", name, len(found))
@@ -118,6 +134,13 @@ func (p *ControlPlaneProcess) Kill() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// AddArgs adds flags to the command line the process starts with next,
+// after envtest's: kube-apiserver started again with more of its API
+// served.
+func (p *ControlPlaneProcess) AddArgs(args ...string) {
+	p.args = append(p.args, args...)
 }
 
 // Start starts the process again with the command line envtest gave it;

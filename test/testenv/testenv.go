@@ -70,8 +70,25 @@ func AssetsDir() (string, error) {
 }
 
 // New returns an environment with the project's CRDs that Start brings up on
-// loopback; the caller stops it.
+// loopback, serving scheduling.k8s.io/v1beta1's Workload and PodGroup as
+// the local run does (localcluster.WorkloadAPIServerArgs); the caller
+// stops it.
 func New() (*envtest.Environment, error) {
+	env, err := NewWithoutWorkloadAPI()
+	if err != nil {
+		return nil, err
+	}
+	api := env.ControlPlane.GetAPIServer()
+	for name, values := range localcluster.WorkloadAPIServerArgs() {
+		api.Configure().Set(name, values...)
+	}
+	return env, nil
+}
+
+// NewWithoutWorkloadAPI is New with kube-apiserver's defaults, which do
+// not serve scheduling.k8s.io/v1beta1: a cluster whose API server was not
+// given the workload gates.
+func NewWithoutWorkloadAPI() (*envtest.Environment, error) {
 	dir, err := AssetsDir()
 	if err != nil {
 		return nil, err

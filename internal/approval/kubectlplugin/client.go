@@ -8,6 +8,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +79,24 @@ func (c *apiClient) whoAmI(ctx context.Context) (string, error) {
 
 func (c *apiClient) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return c.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c *apiClient) listPods(ctx context.Context, namespace string) (*corev1.PodList, error) {
+	return c.pods.Pods(namespace).List(ctx, metav1.ListOptions{})
+}
+
+// podGroupExists reports whether the PodGroup of api named name exists in
+// namespace. An API the server does not serve has none: NotFound, as for a
+// missing object.
+func (c *apiClient) podGroupExists(ctx context.Context, api podGroupAPI, namespace, name string) (bool, error) {
+	err := c.crd.Get().AbsPath("/apis", api.groupVersion(), "namespaces", namespace, "podgroups", name).Do(ctx).Error()
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
 }
 
 func (c *apiClient) listProfiles(ctx context.Context) (*schedulingv1alpha1.SchedulingProfileList, error) {

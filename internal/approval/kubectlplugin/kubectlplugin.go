@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	podgroupv1alpha1 "github.com/schedprofiles/profile-scheduler/api/podgroup/v1alpha1"
 	schedulingv1alpha1 "github.com/schedprofiles/profile-scheduler/api/v1alpha1"
 	"github.com/schedprofiles/profile-scheduler/internal/approval"
 )
@@ -65,6 +64,8 @@ const (
 type target struct {
 	kind string // kindWaitingPod, kindPod or kindPodGroup
 	name string
+	// api is which PodGroup API a kindPodGroup target means.
+	api podGroupAPI
 }
 
 // Main runs the plugin for decision with the command-line args (without the
@@ -85,10 +86,14 @@ func Main(ctx context.Context, decision schedulingv1alpha1.Decision, args []stri
 		}
 		fmt.Fprintf(stderr, "%s a pod held at Permit.\n\nUsage:\n  %s (waitingpod/NAME | pod/NAME | NAME | podgroup/NAME)... [-n NAMESPACE] [--reason TEXT] [--dry-run[=client|server]]\n  %s (waitingpod/NAME | pod/NAME | NAME) [--pod-uid UID] [--ahead] [-n NAMESPACE] [--reason TEXT]\n  %s --all [-l SELECTOR] [-n NAMESPACE] [--reason TEXT]%s\n\n"+
 			"Each pod decided is printed with its UID and the profile holding it.\n\n"+
-			"podgroup/NAME (also pg/NAME) %ss every member of PodGroup NAME that is a WaitingPod now,\n"+
-			"each as if named alone: the pods the operator shows in the group, held by a profile that\n"+
-			"runs Coscheduling; pods that only carry the group's label are listed as skipped, and\n"+
-			"members that reach Permit after the command are not covered: run it again for them.\n\nFlags:\n%s",
+			"podgroup/NAME %ss every member of PodGroup NAME that is a WaitingPod now, each as if\n"+
+			"named alone. Two APIs have a PodGroup kind: podgroup.scheduling.x-k8s.io/NAME (also pg/NAME)\n"+
+			"is scheduler-plugins' (Coscheduling; its members are the pods the operator shows in the\n"+
+			"group), podgroup.scheduling.k8s.io/NAME the Workload API's (GangScheduling; its members are\n"+
+			"the pods whose spec.schedulingGroup names it, held by a profile that runs GangScheduling).\n"+
+			"podgroup/NAME means the one that exists, and is refused when both do. Pods that only claim\n"+
+			"the group are listed as skipped. Only the members held now are decided:\n"+
+			"members that reach Permit after the command are not covered; run it again for them.\n\nFlags:\n%s",
 			strings.ToUpper(verb[:1])+verb[1:], cmd, cmd, cmd, undoUsage, verb, flags.FlagUsages())
 	}
 	flags.StringVar(&o.reason, "reason", "", "Why; shown on the pod's condition and events.")
@@ -205,10 +210,15 @@ func parseTarget(arg string) (target, error) {
 		kind = kindWaitingPod
 	case "pod", "pods", "po":
 		kind = kindPod
-	case "podgroup", "podgroups", "pg", "podgroup.scheduling.x-k8s.io", "podgroups.scheduling.x-k8s.io":
-		kind = kindPodGroup
 	default:
-		return target{}, fmt.Errorf("%q: only waitingpod/NAME, pod/NAME and podgroup/NAME can be decided", arg)
+		api, ok := podGroupKinds[strings.ToLower(kind)]
+		if !ok {
+			return target{}, fmt.Errorf("%q: only waitingpod/NAME, pod/NAME and podgroup/NAME can be decided", arg)
+		}
+		if name == "" {
+			return target{}, fmt.Errorf("%q: missing name", arg)
+		}
+		return target{kind: kindPodGroup, name: name, api: api}, nil
 	}
 	if name == "" {
 		return target{}, fmt.Errorf("%q: missing name", arg)
@@ -289,7 +299,7 @@ func (d *decider) run(ctx context.Context) error {
 	total := 0
 	for _, t := range targets {
 		if t.kind == kindPodGroup {
-			n, groupFailed := d.decideGroup(ctx, t.name)
+			n, groupFailed := d.decideGroup(ctx, t)
 			total += n
 			failed = append(failed, groupFailed...)
 			continue
@@ -304,71 +314,6 @@ func (d *decider) run(ctx context.Context) error {
 		return fmt.Errorf("%d of %d not %s: %s", len(failed), total, approval.Verb(d.opts.decision), strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-// decideGroup decides every member of PodGroup group that is a WaitingPod
-// now, each as decide would, and prints a summary. Members are the
-// WaitingPods whose status names the group and whose profile runs
-// Coscheduling: only the operator writes status, and it shows a group only
-// for a pod an instance running Coscheduling holds, whereas a pod's labels
-// (and so its WaitingPod's) are whatever its author gave it. A WaitingPod
-// that claims the group otherwise is listed as skipped, with why. Each
-// member is decided from the object listed here, under its
-// resourceVersion, so a WaitingPod replaced meanwhile (another pod of that
-// name, maybe of another group) is refused rather than decided. It returns
-// how many targets it stood for (its members, or itself when it has none)
-// and the names of those not decided.
-func (d *decider) decideGroup(ctx context.Context, group string) (int, []string) {
-	list, err := d.client.listWaitingPods(ctx, d.opts.namespace, labels.Everything())
-	if err != nil {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s: listing WaitingPods: %v\n", group, err)
-		return 1, []string{"podgroup/" + group}
-	}
-	served, err := d.servedProfiles(ctx)
-	if err != nil {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s: which profiles run %s cannot be told (%v): nothing was %s\n", group, approval.Coscheduling, err, approval.Verb(d.opts.decision))
-		return 1, []string{"podgroup/" + group}
-	}
-	var members []*schedulingv1alpha1.WaitingPod
-	for i := range list.Items {
-		wp := &list.Items[i]
-		if wp.Status.PodGroup != group && wp.Labels[podgroupv1alpha1.PodGroupLabel] != group {
-			continue
-		}
-		if why := approval.NotMember(wp, group, served); why != "" {
-			fmt.Fprintf(d.stderr, "Warning: waitingpod/%s skipped: %s; it is no member of podgroup/%s and was not %s\n", wp.Name, why, group, approval.Verb(d.opts.decision))
-			continue
-		}
-		members = append(members, wp)
-	}
-	slices.SortFunc(members, func(a, b *schedulingv1alpha1.WaitingPod) int { return strings.Compare(a.Name, b.Name) })
-	if len(members) == 0 {
-		fmt.Fprintf(d.stderr, "error: podgroup/%s has no members held at Permit in namespace %s: no WaitingPod shows that group\n", group, d.opts.namespace)
-		return 1, []string{"podgroup/" + group}
-	}
-	var failed []string
-	decided, already := 0, 0
-	for _, wp := range members {
-		// Running the command again for members that reached Permit later
-		// is how a gang is decided piecemeal: members that already have
-		// this decision, for the pod held now, are reported, not failed.
-		if wp.Spec.Decision == d.opts.decision && wp.Spec.PodUID == wp.Status.PodUID {
-			d.report("waitingpod/"+wp.Name, "already "+approval.Verb(d.opts.decision), wp.Spec.PodUID, wp.Status.Profile, "")
-			already++
-			continue
-		}
-		decided++
-		if err := d.decideMember(ctx, group, wp); err != nil {
-			fmt.Fprintf(d.stderr, "error: %v\n", err)
-			failed = append(failed, wp.Name)
-		}
-	}
-	summary := fmt.Sprintf("podgroup/%s: %d of %d members %s", group, decided-len(failed), decided, approval.Verb(d.opts.decision))
-	if already > 0 {
-		summary += fmt.Sprintf(", %d already were", already)
-	}
-	fmt.Fprintf(d.stdout, "%s%s\n", summary, d.dryRunSuffix())
-	return decided, failed
 }
 
 func (d *decider) targets(ctx context.Context) ([]target, error) {
@@ -486,32 +431,6 @@ func (d *decider) decide(ctx context.Context, t target) error {
 		return err
 	}
 	return d.decideWaitingPod(ctx, wp)
-}
-
-// memberAttempts bounds how often decideMember decides a member that keeps
-// changing.
-const memberAttempts = 3
-
-// decideMember decides wp, a member of group as listed. The operator
-// rewrites members' status while the gang assembles (the count of members
-// assigned in its message), which the optimistic lock of decideWaitingPod
-// turns into conflicts; so on a conflict the member is read again and, if
-// it is the same object and still of the group, decided again. Another
-// WaitingPod of that name, or one no longer showing the group, is left alone.
-func (d *decider) decideMember(ctx context.Context, group string, wp *schedulingv1alpha1.WaitingPod) error {
-	err := d.decideWaitingPod(ctx, wp)
-	var changed *changedError
-	for range memberAttempts - 1 {
-		if !errors.As(err, &changed) {
-			break
-		}
-		cur, getErr := d.client.getWaitingPod(ctx, wp.Namespace, wp.Name)
-		if getErr != nil || cur.UID != wp.UID || cur.Status.PodGroup != group {
-			break
-		}
-		err = d.decideWaitingPod(ctx, cur)
-	}
-	return err
 }
 
 // changedError says a WaitingPod changed between being read and decided.

@@ -394,6 +394,10 @@ func (s switching) NodeInfos() framework.NodeInfoLister { return s.snapshots[*s.
 func (s switching) StorageInfos() framework.StorageInfoLister {
 	return s.snapshots[*s.current].StorageInfos()
 }
+func (s switching) PodGroupStates() framework.PodGroupStateLister {
+	return s.snapshots[*s.current].PodGroupStates()
+}
+func (s switching) PodGroups() framework.PodGroupLister { return s.snapshots[*s.current].PodGroups() }
 
 func TestPostFilter(t *testing.T) {
 	tests := []struct {

@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -22,16 +21,6 @@ import (
 
 // errNoVictims is upstream's reason for a node without lower-priority pods.
 const errNoVictims = "No preemption victims found for incoming pod"
-
-// hasLowerPriorityPods reports whether ni holds a pod pod may preempt.
-func hasLowerPriorityPods(ni *framework.NodeInfo, pod *v1.Pod) bool {
-	for _, pi := range ni.Pods {
-		if isPreemptionAllowed(pi.Pod, pod) {
-			return true
-		}
-	}
-	return false
-}
 
 // candidate is a node where evicting victims makes the pod fit.
 type candidate struct {
@@ -113,18 +102,28 @@ func (pl *defaultPreemption) dryRunPreemption(ctx context.Context, state *framew
 	// mu guards statuses and errs, written by the parallel workers.
 	var mu sync.Mutex
 	var errs []error
+	now := time.Now()
 	check := func(i int) {
 		orig := potential[(int(offset)+i)%len(potential)]
 		name := orig.Node().Name
 		var victims []*v1.Pod
 		var numViolations int
 		var status *framework.Status
-		if !hasLowerPriorityPods(orig, pod) {
+		// A victim of a PodGroup spanning nodes is a victim on each of
+		// them: the candidates are independent, and only one is chosen.
+		possible, err := pl.getVictimsOnNode(orig, now)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			return
+		}
+		if !anyPreemptible(possible, pod) {
 			// Copying the node and the state would be wasted: nothing can
 			// be removed.
 			status = framework.NewStatus(framework.UnschedulableAndUnresolvable, errNoVictims)
 		} else {
-			victims, numViolations, status = pl.selectVictimsOnNode(ctx, state.Clone(), pod, orig.Snapshot(), pdbs)
+			victims, numViolations, status = pl.selectVictimsOnNode(ctx, state.Clone(), pod, orig.Snapshot(), possible, pdbs)
 		}
 		if status.IsSuccess() && len(victims) != 0 {
 			c := &candidate{name: name, victims: victims, numPDBViolations: int64(numViolations)}
@@ -152,87 +151,129 @@ func (pl *defaultPreemption) dryRunPreemption(ctx context.Context, state *framew
 	return append(nonViolating.get(), violating.get()...), statuses, errors.Join(errs...)
 }
 
-// selectVictimsOnNode finds a minimal set of pods on ni whose eviction
-// makes pod fit. ni and state are copies owned by the caller.
-func (pl *defaultPreemption) selectVictimsOnNode(ctx context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo, pdbs []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *framework.Status) {
-	logger := klog.FromContext(ctx)
-	removePod := func(pi *framework.PodInfo) error {
-		if err := ni.RemovePod(logger, pi.Pod); err != nil {
-			return err
+// anyPreemptible reports whether pod may preempt one of victims.
+func anyPreemptible(victims []*victim, pod *v1.Pod) bool {
+	for _, v := range victims {
+		if isPreemptionAllowed(v, pod) {
+			return true
 		}
-		return pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, ni).AsError()
 	}
-	addPod := func(pi *framework.PodInfo) error {
-		ni.AddPodInfo(pi)
-		return pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, ni).AsError()
+	return false
+}
+
+// selectVictimsOnNode finds a minimal set of victims whose eviction makes
+// pod fit on ni. ni and state are copies owned by the caller. Only ni is
+// changed: the nodes where a victim PodGroup has other pods go through
+// the PreFilter extensions only, so that plugins keeping counts in the
+// cycle state (spreading, affinity) see them gone; the filters run on ni
+// alone.
+func (pl *defaultPreemption) selectVictimsOnNode(ctx context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo, possible []*victim, pdbs []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *framework.Status) {
+	logger := klog.FromContext(ctx)
+	mainNode := ni.Node().Name
+	nameToNode := map[string]*framework.NodeInfo{mainNode: ni}
+	removeVictim := func(v *victim) error {
+		for _, pi := range v.pods {
+			if pi.Pod.Spec.NodeName == mainNode {
+				if err := ni.RemovePod(logger, pi.Pod); err != nil {
+					return err
+				}
+			}
+			if err := pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nameToNode[pi.Pod.Spec.NodeName]).AsError(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	addVictim := func(v *victim) error {
+		for _, pi := range v.pods {
+			if pi.Pod.Spec.NodeName == mainNode {
+				ni.AddPodInfo(pi)
+			}
+			if err := pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nameToNode[pi.Pod.Spec.NodeName]).AsError(); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 
-	// Remove every pod that may be preempted, then check the pod fits at all.
-	var potential []*framework.PodInfo
-	for _, pi := range ni.Pods {
-		if isPreemptionAllowed(pi.Pod, pod) {
-			potential = append(potential, pi)
+	// Remove every victim that may be preempted, then check the pod fits at all.
+	var potential []*victim
+	for _, v := range possible {
+		if isPreemptionAllowed(v, pod) {
+			potential = append(potential, v)
 		}
 	}
 	if len(potential) == 0 {
 		// The node is unchanged: evaluating it again would say the same.
 		return nil, 0, framework.NewStatus(framework.UnschedulableAndUnresolvable, errNoVictims)
 	}
-	for _, pi := range potential {
-		if err := removePod(pi); err != nil {
+	for _, v := range potential {
+		for name, other := range v.affectedNodes {
+			if _, ok := nameToNode[name]; !ok {
+				nameToNode[name] = other
+			}
+		}
+		if err := removeVictim(v); err != nil {
 			return nil, 0, framework.AsStatus(err)
 		}
 	}
-	// If the pod does not fit with every lower-priority pod gone, the node
-	// cannot help. (A pod failing only because of affinity to one of the
-	// victims is not supported, as upstream: such affinity to less
+	// If the pod does not fit with every lower-priority victim gone, the
+	// node cannot help. (A pod failing only because of affinity to one of
+	// the victims is not supported, as upstream: such affinity to less
 	// important pods is not a recommended configuration.)
 	if s := pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni); !s.IsSuccess() {
 		return nil, 0, s
 	}
 
-	// Reprieve as many pods as possible, most important first, and those
-	// whose eviction would violate a budget before the others.
-	now := time.Now()
-	sort.SliceStable(potential, func(i, j int) bool { return moreImportantPod(potential[i].Pod, potential[j].Pod, now) })
-	violatingPods, nonViolatingPods := filterPodsWithPDBViolation(potential, pdbs)
-	var victims []*framework.PodInfo
-	reprieve := func(pi *framework.PodInfo) (bool, error) {
-		if err := addPod(pi); err != nil {
+	// Reprieve as many victims as possible, most important first, and
+	// those whose eviction would violate a budget before the others.
+	sort.SliceStable(potential, func(i, j int) bool { return moreImportantVictim(potential[i], potential[j]) })
+	violatingVictims, nonViolatingVictims := filterVictimsWithPDBViolation(potential, pdbs)
+	var victims []*victim
+	reprieve := func(v *victim) (bool, error) {
+		if err := addVictim(v); err != nil {
 			return false, err
 		}
 		fits := pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni).IsSuccess()
 		if !fits {
-			if err := removePod(pi); err != nil {
+			if err := removeVictim(v); err != nil {
 				return false, err
 			}
-			victims = append(victims, pi)
-			logger.V(5).Info("Pod is a potential preemption victim on node", "pod", klog.KObj(pi.Pod), "node", klog.KObj(ni.Node()))
+			victims = append(victims, v)
+			if loggerV := logger.V(5); loggerV.Enabled() {
+				pods := make([]klog.ObjectRef, len(v.pods))
+				for i, pi := range v.pods {
+					pods[i] = klog.KObj(pi.Pod)
+				}
+				loggerV.Info("Pods are potential preemption victims on node", "pods", pods, "node", mainNode)
+			}
 		}
 		return fits, nil
 	}
 	numViolating := 0
-	for _, pi := range violatingPods {
-		fits, err := reprieve(pi)
+	for _, vv := range violatingVictims {
+		fits, err := reprieve(vv.victim)
 		if err != nil {
 			return nil, 0, framework.AsStatus(err)
 		}
 		if !fits {
-			numViolating++
+			numViolating += vv.violateCount
 		}
 	}
-	for _, pi := range nonViolatingPods {
-		if _, err := reprieve(pi); err != nil {
+	for _, v := range nonViolatingVictims {
+		if _, err := reprieve(v); err != nil {
 			return nil, 0, framework.AsStatus(err)
 		}
 	}
 	// Both groups were walked in importance order; merge them back into one.
-	if len(violatingPods) != 0 && len(nonViolatingPods) != 0 {
-		sort.SliceStable(victims, func(i, j int) bool { return moreImportantPod(victims[i].Pod, victims[j].Pod, now) })
+	if len(violatingVictims) != 0 && len(nonViolatingVictims) != 0 {
+		sort.SliceStable(victims, func(i, j int) bool { return moreImportantVictim(victims[i], victims[j]) })
 	}
-	out := make([]*v1.Pod, len(victims))
-	for i, pi := range victims {
-		out[i] = pi.Pod
+	var out []*v1.Pod
+	for _, v := range victims {
+		for _, pi := range v.pods {
+			out = append(out, pi.Pod)
+		}
 	}
 	return out, numViolating, framework.NewStatus(framework.Success)
 }
@@ -244,73 +285,6 @@ func podStartTime(p *v1.Pod, now time.Time) time.Time {
 		return p.Status.StartTime.Time
 	}
 	return now
-}
-
-// moreImportantPod orders by priority, then by start time: among equals,
-// the pod that has run longer is kept.
-func moreImportantPod(a, b *v1.Pod, now time.Time) bool {
-	pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b)
-	if pa != pb {
-		return pa > pb
-	}
-	return podStartTime(a, now).Before(podStartTime(b, now))
-}
-
-// filterPodsWithPDBViolation splits pods, keeping their order, into those
-// whose eviction would exceed a matching budget's disruptionsAllowed
-// (counting the earlier pods of the list as evicted too) and the others.
-// As upstream since 1.37, a pod stops using up budgets at the first one it
-// violates: budgets listed after it keep their allowance for later pods
-// (1.36 charged the pod to every budget it matched). The budgets are
-// walked in the lister's order, as upstream's are.
-func filterPodsWithPDBViolation(pods []*framework.PodInfo, pdbs []*policy.PodDisruptionBudget) (violating, nonViolating []*framework.PodInfo) {
-	if len(pdbs) == 0 {
-		return nil, pods
-	}
-	allowed := make([]int32, len(pdbs))
-	selectors := make([]labels.Selector, len(pdbs))
-	for i, pdb := range pdbs {
-		allowed[i] = pdb.Status.DisruptionsAllowed
-		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			// An invalid selector matches no pod.
-			s = labels.Nothing()
-		}
-		selectors[i] = s
-	}
-	violates := func(p *v1.Pod) bool {
-		// A pod without labels matches no budget.
-		if len(p.Labels) == 0 {
-			return false
-		}
-		for i, pdb := range pdbs {
-			if pdb.Namespace != p.Namespace {
-				continue
-			}
-			// A nil or empty budget selector matches nothing.
-			if selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			// Pods the disruption controller already counted as
-			// disrupted do not use up the budget again.
-			if _, ok := pdb.Status.DisruptedPods[p.Name]; ok {
-				continue
-			}
-			allowed[i]--
-			if allowed[i] < 0 {
-				return true
-			}
-		}
-		return false
-	}
-	for _, pi := range pods {
-		if violates(pi.Pod) {
-			violating = append(violating, pi)
-		} else {
-			nonViolating = append(nonViolating, pi)
-		}
-	}
-	return violating, nonViolating
 }
 
 // selectCandidate picks the candidate upstream's ordering prefers.

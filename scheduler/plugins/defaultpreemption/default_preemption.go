@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 )
 
 // Name is the plugin's name in profiles and the registry.
@@ -40,10 +41,15 @@ const (
 // read-only afterwards; the in-flight preemptions have their own lock.
 type defaultPreemption struct {
 	fh                          framework.Handle
+	fts                         feature.Features
 	minCandidateNodesPercentage int32
 	minCandidateNodesAbsolute   int32
 	podLister                   corelisters.PodLister
 	pdbLister                   policylisters.PodDisruptionBudgetLister
+	// pgLister is the cache's live view of PodGroups and pgSnapshot the
+	// cycle's; both are set only with EnableGenericWorkload.
+	pgLister   framework.PodGroupLister
+	pgSnapshot framework.PodGroupLister
 	// bgCtx carries the logger and values of the instance but not its
 	// cancellation: a preemption that started deleting victims finishes
 	// even if the profile is replaced meanwhile, as upstream's does.
@@ -73,13 +79,16 @@ var (
 	_ framework.PostFilterPlugin  = (*defaultPreemption)(nil)
 	_ framework.PreEnqueuePlugin  = (*defaultPreemption)(nil)
 	_ framework.EnqueueExtensions = (*defaultPreemption)(nil)
+
+	_ framework.PodGroupPostFilterPlugin = (*defaultPreemption)(nil)
 )
 
 // New builds the plugin from *configv1.DefaultPreemptionArgs (nil means
 // upstream's defaults). The handle must provide a client, an informer
 // factory (New registers the Pod and PodDisruptionBudget informers with
-// it) and a snapshot lister.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+// it) and a snapshot lister; with fts.EnableGenericWorkload, also a
+// PodGroupManager.
+func New(ctx context.Context, obj runtime.Object, h framework.Handle, fts feature.Features) (framework.Plugin, error) {
 	args, err := getArgs(obj)
 	if err != nil {
 		return nil, err
@@ -94,8 +103,9 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if f == nil {
 		return nil, errors.New("SharedInformerFactory is nil")
 	}
-	return &defaultPreemption{
+	pl := &defaultPreemption{
 		fh:                          h,
+		fts:                         fts,
 		minCandidateNodesPercentage: *args.MinCandidateNodesPercentage,
 		minCandidateNodesAbsolute:   *args.MinCandidateNodesAbsolute,
 		podLister:                   f.Core().V1().Pods().Lister(),
@@ -104,7 +114,16 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 		offset:                      rand.N[int32],
 		preempting:                  map[types.UID]struct{}{},
 		lastVictims:                 map[types.UID]types.NamespacedName{},
-	}, nil
+	}
+	if fts.EnableGenericWorkload {
+		m := h.PodGroupManager()
+		if m == nil {
+			return nil, errors.New("PodGroupManager is nil")
+		}
+		pl.pgLister = m.PodGroups()
+		pl.pgSnapshot = h.SnapshotSharedLister().PodGroups()
+	}
+	return pl, nil
 }
 
 // getArgs returns a defaulted copy of obj.
@@ -172,9 +191,21 @@ func (pl *defaultPreemption) PostFilter(ctx context.Context, state *framework.Cy
 }
 
 // PreEnqueue keeps a preemptor out of the active queue while its victims
-// are being evicted, so that it is not retried before room is made.
+// are being evicted, so that it is not retried before room is made. In a
+// workload-aware profile, the pods of a PodGroup wait for their group's
+// preemption; a group that is not known is not this plugin's to hold.
 func (pl *defaultPreemption) PreEnqueue(_ context.Context, p *v1.Pod) *framework.Status {
-	if pl.isPodRunningPreemption(p.UID) {
+	if name, ok := framework.PodGroupNameOf(p); ok && pl.fts.EnableGenericWorkload {
+		pg, err := pl.pgLister.Get(p.Namespace, name)
+		if err != nil {
+			return nil
+		}
+		if pl.isRunningPreemption(pg.UID) {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, "waiting for the preemption for this pod group to be finished")
+		}
+		return nil
+	}
+	if pl.isRunningPreemption(p.UID) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, "waiting for the preemption for this pod to be finished")
 	}
 	return nil
@@ -203,9 +234,9 @@ func (pl *defaultPreemption) calculateNumCandidates(numNodes int32) int32 {
 	return min(n, numNodes)
 }
 
-// isPreemptionAllowed: only pods of lower priority may be victims.
-func isPreemptionAllowed(victim, preemptor *v1.Pod) bool {
-	return corev1helpers.PodPriority(victim) < corev1helpers.PodPriority(preemptor)
+// isPreemptionAllowed: only victims of lower priority may be preempted.
+func isPreemptionAllowed(v *victim, preemptor *v1.Pod) bool {
+	return v.priority < corev1helpers.PodPriority(preemptor)
 }
 
 // podEligibleToPreemptOthers reports whether pod may preempt, and why not.
@@ -225,8 +256,9 @@ func (pl *defaultPreemption) podEligibleToPreemptOthers(pod *v1.Pod, nominatedNo
 	// Victims of the earlier preemption are still terminating: wait for
 	// them rather than evict more pods.
 	if ni, err := pl.fh.SnapshotSharedLister().NodeInfos().Get(nominated); err == nil && ni != nil {
+		now := time.Now()
 		for _, pi := range ni.Pods {
-			if isPreemptionAllowed(pi.Pod, pod) && podTerminatingByPreemption(pi.Pod) {
+			if isPreemptionAllowed(newPodVictim(pi, pl.pgSnapshot, now), pod) && podTerminatingByPreemption(pi.Pod) {
 				return false, "not eligible due to a terminating pod on the nominated node."
 			}
 		}
@@ -258,7 +290,7 @@ func (pl *defaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 	if !status.IsSuccess() {
 		return result, status
 	}
-	pl.actuateAsync(best, pod)
+	pl.actuateAsync(best, podPreemptor{pod})
 	// Since 1.37 the success carries a message, which the scheduling loop
 	// appends to the pod's FailedScheduling event and PodScheduled
 	// condition. It counts every victim, those already terminating too.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -406,7 +407,7 @@ func TestMinCandidateNodes(t *testing.T) {
 	}
 }
 
-func TestFilterPodsWithPDBViolation(t *testing.T) {
+func TestFilterVictimsWithPDBViolation(t *testing.T) {
 	pod := func(name string, labels ...string) *framework.PodInfo {
 		p := placed(name, "n1", 1, "1", 0)
 		for _, l := range labels {
@@ -471,16 +472,24 @@ func TestFilterPodsWithPDBViolation(t *testing.T) {
 			wantViolating: []string{"p1", "p2"},
 		},
 	}
-	names := func(pis []*framework.PodInfo) []string {
+	names := func(vs []*victim) []string {
 		var out []string
-		for _, pi := range pis {
-			out = append(out, pi.Pod.Name)
+		for _, v := range vs {
+			out = append(out, v.pods[0].Pod.Name)
 		}
 		return out
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			violating, nonViolating := filterPodsWithPDBViolation(tt.pods, tt.pdbs)
+			var victims []*victim
+			for _, pi := range tt.pods {
+				victims = append(victims, newPodVictim(pi, nil, time.Now()))
+			}
+			violatingVictims, nonViolating := filterVictimsWithPDBViolation(victims, tt.pdbs)
+			var violating []*victim
+			for _, vv := range violatingVictims {
+				violating = append(violating, vv.victim)
+			}
 			if diff := cmp.Diff(tt.wantViolating, names(violating)); diff != "" {
 				t.Errorf("violating (-want +got):\n%s", diff)
 			}

@@ -42,4 +42,25 @@
 // see the preemptor on that node
 // whenever they evaluate a pod of lower or equal priority, so lower
 // priority pods cannot take the room that was freed.
+//
+// In a workload-aware profile (upstream's GenericWorkload gate), as
+// kube-scheduler 1.37.2 with that gate:
+//
+//   - a member of a PodGroup weighs with its group's priority, and the
+//     scheduled pods of a group whose disruptionMode is All are one victim,
+//     on every node they run on: evicted together or not at all, their
+//     budget violations counted together. Victims are ordered by priority,
+//     then groups (and their lone members) before pods without one, then
+//     the larger, then the one that started earlier;
+//   - at podGroupPostFilter, for a group the pod-group cycle could not
+//     place: every lower-priority victim in the cluster is removed from
+//     the cycle's snapshot, the group's algorithm runs again, and victims
+//     are added back, most important and budget-violating first, as long
+//     as every proposed pod still passes the filters on its node; the rest
+//     are evicted (the PodGroup is the preemptor of their condition and
+//     event) and each placed pod is nominated to its node. The snapshot is
+//     restored afterwards. A group one of whose pods has preemptionPolicy
+//     Never does not preempt, and one whose pods are nominated to a node
+//     where a victim is still terminating keeps its nominations and waits;
+//   - PreEnqueue holds the pods of a group while its victims are evicted.
 package defaultpreemption

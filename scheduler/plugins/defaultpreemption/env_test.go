@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -15,16 +16,20 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
+	"github.com/schedprofiles/profile-scheduler/scheduler/cache"
 	"github.com/schedprofiles/profile-scheduler/scheduler/extender"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/defaultbinder"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/internal/feature"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/interpodaffinity"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/noderesources"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/podtopologyspread"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/queuesort"
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/volumerestrictions"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -115,14 +120,15 @@ func (waitPermit) Permit(_ context.Context, _ *framework.CycleState, p *v1.Pod, 
 }
 
 // env is a framework instance with this plugin after NodeResourcesFit,
-// PodTopologySpread and InterPodAffinity, a fake clientset and informers.
+// PodTopologySpread, InterPodAffinity and VolumeRestrictions, on the
+// scheduler cache's snapshot, with a fake clientset and informers.
 type env struct {
 	fwk       framework.Framework
 	pl        *defaultPreemption
 	cs        *fake.Clientset
 	factory   informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
-	snapshot  *st.Snapshot
+	snapshot  *cache.Snapshot
 	nominator *nominator
 	activator *activator
 }
@@ -138,6 +144,13 @@ type envConfig struct {
 	parallelism int
 	// extenders are the profile's HTTP extenders.
 	extenders []configv1.Extender
+	// features are the plugin's.
+	features feature.Features
+	// podGroups are the PodGroups the snapshot and the PodGroupManager
+	// hold, with the pods naming them as members.
+	podGroups []*schedulingv1beta1.PodGroup
+	// pvcs are the claims the informers know.
+	pvcs []*v1.PersistentVolumeClaim
 }
 
 func newEnv(tb testing.TB, cfg envConfig) *env {
@@ -149,6 +162,9 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	for _, pdb := range cfg.pdbs {
 		objs = append(objs, pdb)
 	}
+	for _, pvc := range cfg.pvcs {
+		objs = append(objs, pvc)
+	}
 	cs, factory := st.InformerFactory(tb, objs...)
 	// The test extenders serve on loopback.
 	extenderPolicy, err := extender.NewPolicy(extender.LoopbackURLPrefixes(), 0)
@@ -159,7 +175,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		cs:        cs,
 		factory:   factory,
 		recorder:  events.NewFakeRecorder(100),
-		snapshot:  st.NewSnapshot(cfg.pods, cfg.nodes),
+		snapshot:  cacheSnapshot(tb, cfg.nodes, cfg.pods, cfg.podGroups),
 		nominator: &nominator{},
 		activator: &activator{},
 	}
@@ -174,11 +190,12 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 	register(noderesources.Name, noderesources.New, runtime.ArgsSpec{})
 	register(podtopologyspread.Name, podtopologyspread.New, runtime.ArgsSpec{})
 	register(interpodaffinity.Name, interpodaffinity.New, runtime.ArgsSpec{})
+	register(volumerestrictions.Name, volumerestrictions.New, runtime.ArgsSpec{})
 	register("WaitPermit", func(context.Context, k8sruntime.Object, framework.Handle) (framework.Plugin, error) {
 		return waitPermit{}, nil
 	}, runtime.ArgsSpec{})
 	register(Name, func(ctx context.Context, obj k8sruntime.Object, h framework.Handle) (framework.Plugin, error) {
-		p, err := New(ctx, obj, h)
+		p, err := New(ctx, obj, h, cfg.features)
 		if err == nil {
 			e.pl = p.(*defaultPreemption)
 			// Start the dry run at the first node so tests are repeatable.
@@ -192,6 +209,7 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		st.Plugin(noderesources.Name, 0),
 		st.Plugin(podtopologyspread.Name, 0),
 		st.Plugin(interpodaffinity.Name, 0),
+		st.Plugin(volumerestrictions.Name, 0),
 		st.Plugin(Name, 0),
 		st.Plugin("WaitPermit", 0),
 		st.Plugin(defaultbinder.Name, 0),
@@ -207,7 +225,8 @@ func newEnv(tb testing.TB, cfg envConfig) *env {
 		runtime.WithPodActivator(e.activator),
 		runtime.WithParallelism(cfg.parallelism),
 		runtime.WithExtenders(cfg.extenders),
-		runtime.WithExtenderPolicy(extenderPolicy))
+		runtime.WithExtenderPolicy(extenderPolicy),
+		runtime.WithPodGroupManager(st.NewPodGroups(cfg.podGroups, cfg.pods)))
 	tb.Cleanup(e.pl.inFlight.Wait)
 	return e
 }
@@ -236,6 +255,34 @@ func (e *env) filterAndPostFilter(tb testing.TB, pod *v1.Pod) (*framework.PostFi
 		}
 	}
 	return e.fwk.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)
+}
+
+// cacheSnapshot is the scheduler cache's snapshot of nodes, the pods
+// placed on them and podGroups with the pods naming them as members: the
+// snapshot pod-group preemption changes and puts back.
+func cacheSnapshot(tb testing.TB, nodes []*v1.Node, pods []*v1.Pod, podGroups []*schedulingv1beta1.PodGroup) *cache.Snapshot {
+	tb.Helper()
+	logger, _ := ktesting.NewTestContext(tb)
+	c := cache.New(cache.WithPodGroups(true))
+	for _, n := range nodes {
+		c.AddNode(logger, n)
+	}
+	for _, pg := range podGroups {
+		c.AddPodGroup(pg)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			if err := c.AddPod(logger, p); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		c.AddPodGroupMember(p)
+	}
+	s := cache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(logger, s); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 func cpu(q string) map[v1.ResourceName]string { return map[v1.ResourceName]string{v1.ResourceCPU: q} }

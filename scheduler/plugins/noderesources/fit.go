@@ -49,17 +49,21 @@ type fit struct {
 	ignoredResources      sets.Set[string]
 	ignoredResourceGroups sets.Set[string]
 	scorer                *scorer
+	// placementScorer rates a pod group's placements: MostAllocated over
+	// the same resources, whatever the strategy, as upstream.
+	placementScorer *scorer
 	// dra is the scheduler's DRA manager, nil in an instance built to
 	// validate a profile.
 	dra framework.SharedDRAManager
 }
 
 var (
-	_ framework.PreFilterPlugin   = (*fit)(nil)
-	_ framework.FilterPlugin      = (*fit)(nil)
-	_ framework.PreScorePlugin    = (*fit)(nil)
-	_ framework.ScorePlugin       = (*fit)(nil)
-	_ framework.EnqueueExtensions = (*fit)(nil)
+	_ framework.PreFilterPlugin      = (*fit)(nil)
+	_ framework.FilterPlugin         = (*fit)(nil)
+	_ framework.PreScorePlugin       = (*fit)(nil)
+	_ framework.ScorePlugin          = (*fit)(nil)
+	_ framework.EnqueueExtensions    = (*fit)(nil)
+	_ framework.PlacementScorePlugin = (*fit)(nil)
 )
 
 // New returns the plugin for *configv1.NodeResourcesFitArgs; nil args get
@@ -82,15 +86,31 @@ func New(_ context.Context, obj runtime.Object, h framework.Handle) (framework.P
 	if err != nil {
 		return nil, err
 	}
+	placementScorer, err := newScorer(&configv1.ScoringStrategy{Type: configv1.MostAllocated, Resources: args.ScoringStrategy.Resources}, nil)
+	if err != nil {
+		return nil, err
+	}
 	return &fit{
 		ignoredResources:      sets.New(args.IgnoredResources...),
 		ignoredResourceGroups: sets.New(args.IgnoredResourceGroups...),
 		scorer:                sc,
+		placementScorer:       placementScorer,
 		dra:                   dra,
 	}, nil
 }
 
 func (*fit) Name() string { return Name }
+
+// ScorePlacement rates a placement of a pod group (upstream 1.37 with
+// TopologyAwareWorkloadScheduling, which only then runs placementScore):
+// the more of the placement's nodes, taken together, the group's proposed
+// pods would fill, the better.
+func (f *fit) ScorePlacement(ctx context.Context, _ framework.PlacementCycleState, _ *framework.PodGroupInfo, placement *framework.PodGroupAssignments) (int64, *framework.Status) {
+	return f.placementScorer.scorePlacement(ctx, placement), nil
+}
+
+// PlacementScoreExtensions is nil: the scores are already in 0..100.
+func (*fit) PlacementScoreExtensions() framework.PlacementScoreExtensions { return nil }
 
 // scalarRequest is a requested scalar resource with its rejection reason
 // formatted once per pod instead of once per node.

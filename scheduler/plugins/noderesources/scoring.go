@@ -99,6 +99,43 @@ func (s *scorer) score(ctx context.Context, ni *framework.NodeInfo, podRequests 
 	return nodeScore / weightSum
 }
 
+// scorePlacement rates a pod group's placement in 0..100 as upstream's
+// placement scorer: the proposed pods' requests, added to what every node
+// of the placement already has allocated, against the nodes' allocatable
+// summed, per resource, with the strategy's formula. Scalar resources
+// count only once something requested them, as for a single node.
+func (s *scorer) scorePlacement(ctx context.Context, placement *framework.PodGroupAssignments) int64 {
+	requested := make([]int64, len(s.resources))
+	for _, a := range placement.ProposedAssignments {
+		for i, r := range s.podRequests(a.GetPod()) {
+			requested[i] += r
+		}
+	}
+	allocatable := make([]int64, len(s.resources))
+	for _, ni := range placement.Nodes {
+		for i := range s.resources {
+			nodeAllocatable, nodeAllocated := s.resources[i].NodeAmounts(ctx, ni, requested[i], false, nil)
+			if nodeAllocatable == 0 {
+				continue
+			}
+			allocatable[i] += nodeAllocatable
+			requested[i] += nodeAllocated
+		}
+	}
+	var score, weightSum int64
+	for i := range s.resources {
+		if allocatable[i] == 0 {
+			continue
+		}
+		score += mostRequestedScore(requested[i], allocatable[i]) * s.resources[i].Weight
+		weightSum += s.resources[i].Weight
+	}
+	if weightSum == 0 {
+		return 0
+	}
+	return score / weightSum
+}
+
 // leastRequestedScore favours free capacity: (capacity-requested)*100/capacity,
 // 0 when the node would be over-committed.
 func leastRequestedScore(requested, capacity int64) int64 {

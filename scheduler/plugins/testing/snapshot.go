@@ -10,13 +10,15 @@ import (
 )
 
 // Snapshot is an immutable in-memory framework.SharedLister made of nodes
-// and the pods bound to them, for tests that need no scheduler cache.
+// and the pods bound to them, and pod groups (WithPodGroups), for tests
+// that need no scheduler cache.
 type Snapshot struct {
 	nodeInfos           []*framework.NodeInfo
 	byName              map[string]*framework.NodeInfo
 	withAffinity        []*framework.NodeInfo
 	withRequiredAntiAff []*framework.NodeInfo
 	usedPVCs            sets.Set[string]
+	podGroups           *PodGroups
 }
 
 var (
@@ -30,7 +32,7 @@ var (
 // the way the scheduler cache does: one entry per image name with the
 // image's size and the number of nodes that have it.
 func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
-	s := &Snapshot{byName: make(map[string]*framework.NodeInfo, len(nodes)), usedPVCs: sets.New[string]()}
+	s := &Snapshot{byName: make(map[string]*framework.NodeInfo, len(nodes)), usedPVCs: sets.New[string](), podGroups: NewPodGroups(nil, nil)}
 	numNodes := map[string]int{}
 	for _, n := range nodes {
 		for _, img := range n.Status.Images {
@@ -76,6 +78,21 @@ func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
 
 // StorageInfos returns the snapshot itself.
 func (s *Snapshot) StorageInfos() framework.StorageInfoLister { return s }
+
+// WithPodGroups makes the snapshot hold podGroups, as the scheduler's
+// snapshot holds the pod groups' states as of the cycle's start.
+func (s *Snapshot) WithPodGroups(podGroups *PodGroups) *Snapshot {
+	s.podGroups = podGroups
+	return s
+}
+
+// PodGroupStates returns the pod groups' states; none unless WithPodGroups gave some.
+func (s *Snapshot) PodGroupStates() framework.PodGroupStateLister {
+	return s.podGroups.PodGroupStates()
+}
+
+// PodGroups returns the PodGroup objects; none unless WithPodGroups gave some.
+func (s *Snapshot) PodGroups() framework.PodGroupLister { return s.podGroups.PodGroups() }
 
 // List returns every NodeInfo in node order.
 func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.nodeInfos, nil }

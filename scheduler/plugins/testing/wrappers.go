@@ -70,6 +70,12 @@ func (p *PodWrapper) CreationTimestamp(t metav1.Time) *PodWrapper {
 	return p
 }
 
+// Condition adds a status condition.
+func (p *PodWrapper) Condition(t v1.PodConditionType, status v1.ConditionStatus, reason string) *PodWrapper {
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: t, Status: status, Reason: reason})
+	return p
+}
+
 // Priority sets spec.priority.
 func (p *PodWrapper) Priority(v int32) *PodWrapper { p.Spec.Priority = &v; return p }
 
@@ -421,6 +427,12 @@ func (n *NodeWrapper) Unschedulable(b bool) *NodeWrapper { n.Spec.Unschedulable 
 // requires sorted.
 func (n *NodeWrapper) DeclaredFeatures(names ...string) *NodeWrapper {
 	n.Status.DeclaredFeatures = names
+	return n
+}
+
+// DisableResizePreemption sets spec.podPreemptionPolicy.disableResizePreemption.
+func (n *NodeWrapper) DisableResizePreemption(policies ...string) *NodeWrapper {
+	n.Spec.PodPreemptionPolicy = &v1.NodePodPreemptionPolicy{DisableResizePreemption: policies}
 	return n
 }
 

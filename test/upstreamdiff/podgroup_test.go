@@ -1,0 +1,515 @@
+package upstreamdiff
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes/fake"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/utils/ptr"
+)
+
+var (
+	groupSeeds = flag.Int("group-seeds", envInt("UPSTREAMDIFF_GROUP_SEEDS", 2), "number of random clusters with pod groups to compare (env UPSTREAMDIFF_GROUP_SEEDS)")
+	groupQuiet = flag.Duration("group-quiet", 150*time.Millisecond, "how long both schedulers must be quiet for a unit to count as settled")
+	groupUnits = flag.Int("group-units", 14, "single pods and pod groups per cluster with pod groups, created one after the other")
+)
+
+// rackKey is the node label pod groups' topology constraints name.
+const rackKey = "example.com/rack"
+
+// groupCluster is a random cluster for the pod-group comparison: nodes in
+// racks, running pods that preemption may evict, and the units (a single
+// pod, or a PodGroup and its pods) to schedule one after the other.
+type groupCluster struct {
+	objects []k8sruntime.Object
+	units   []groupUnit
+}
+
+type groupUnit struct {
+	group *schedulingv1beta1.PodGroup
+	pods  []*v1.Pod
+}
+
+// podObjects are the unit's pods.
+func (u groupUnit) podObjects() []k8sruntime.Object {
+	var out []k8sruntime.Object
+	for _, p := range u.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (u groupUnit) String() string {
+	if u.group == nil {
+		return "pod " + u.pods[0].Name
+	}
+	return fmt.Sprintf("group %s (%d pods, policy %s, constraints %v, priority %d)", u.group.Name, len(u.pods),
+		policyString(u.group.Spec.SchedulingPolicy), u.group.Spec.SchedulingConstraints, ptr.Deref(u.group.Spec.Priority, 0))
+}
+
+func policyString(p schedulingv1beta1.PodGroupSchedulingPolicy) string {
+	if p.Gang != nil {
+		return fmt.Sprintf("gang minCount %d", p.Gang.MinCount)
+	}
+	return "basic"
+}
+
+// newGroupCluster draws a cluster. Nodes differ in size so that their
+// scores rarely tie; CompositePodGroups (out of scope) are never drawn.
+func newGroupCluster(seed uint64, units int) *groupCluster {
+	r := rand.New(rand.NewPCG(seed, 35))
+	c := &groupCluster{}
+	const nodes = 8
+	racks := 2 + r.IntN(2)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%d", i)
+		cpu := 3 + i + r.IntN(2)
+		c.objects = append(c.objects, &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+				v1.LabelHostname: name,
+				rackKey:          fmt.Sprintf("rack-%d", i%racks),
+			}},
+			Status: v1.NodeStatus{
+				Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse(fmt.Sprint(cpu)), v1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 8+3*i)), v1.ResourcePods: resource.MustParse("20")},
+				Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse(fmt.Sprint(cpu)), v1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 8+3*i)), v1.ResourcePods: resource.MustParse("20")},
+				Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+			},
+		})
+		// Running pods of low priority, which preemption may evict.
+		for j := range 1 + r.IntN(2) {
+			p := groupPod(fmt.Sprintf("running-%d-%d", i, j), int32(r.IntN(2)*10), 1+r.IntN(3))
+			p.Spec.NodeName = name
+			p.Status.Phase = v1.PodRunning
+			c.objects = append(c.objects, p)
+		}
+	}
+	for u := range units {
+		prio := []int32{0, 10, 100, 1000}[r.IntN(4)]
+		if r.IntN(3) == 0 {
+			c.units = append(c.units, groupUnit{pods: []*v1.Pod{groupPod(fmt.Sprintf("single-%d", u), prio, 1+r.IntN(4))}})
+			continue
+		}
+		name := fmt.Sprintf("group-%d", u)
+		size := 2 + r.IntN(4)
+		pg := &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: name, UID: types.UID(name)},
+			Spec:       schedulingv1beta1.PodGroupSpec{Priority: ptr.To(prio)},
+		}
+		switch r.IntN(4) {
+		case 0:
+			pg.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+		default:
+			pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(1 + r.IntN(size))}
+		}
+		if r.IntN(2) == 0 {
+			pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackKey}}}
+		}
+		// Sometimes too large for the cluster, or for any rack.
+		cpu := 1 + r.IntN(3)
+		if r.IntN(6) == 0 {
+			cpu = 5 + r.IntN(6)
+		}
+		unit := groupUnit{group: pg}
+		for i := range size {
+			p := groupPod(fmt.Sprintf("%s-%d", name, i), prio, cpu)
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
+			unit.pods = append(unit.pods, p)
+		}
+		c.units = append(c.units, unit)
+	}
+	return c
+}
+
+func groupPod(name string, priority int32, cpu int) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: name, UID: types.UID(name)},
+		Spec: v1.PodSpec{
+			SchedulerName: v1.DefaultSchedulerName,
+			Priority:      ptr.To(priority),
+			Containers: []v1.Container{{Name: "c", Image: "registry.local/tiny:1", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU:    resource.MustParse(fmt.Sprint(cpu)),
+				v1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", cpu)),
+			}}}},
+		},
+	}
+}
+
+func createPodGroup(ctx context.Context, client *fake.Clientset, o k8sruntime.Object) error {
+	pg, ok := o.(*schedulingv1beta1.PodGroup)
+	if !ok {
+		return fmt.Errorf("unexpected object %T", o)
+	}
+	_, err := client.SchedulingV1beta1().PodGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{})
+	return err
+}
+
+// unitResult is what a scheduler did with a unit, as the API and its
+// placement-score log show it once the unit settled.
+type unitResult struct {
+	// Nodes is where each pod is bound, "" when it is not.
+	Nodes map[string]string
+	// Nominated is each unbound pod's nominated node.
+	Nominated map[string]string
+	// Unschedulable is each unbound pod's PodScheduled condition: reason
+	// and message.
+	Unschedulable map[string]string
+	// Group is the PodGroup's PodGroupInitiallyScheduled condition.
+	Group string
+	// Victims are the pods deleted, sorted.
+	Victims []string
+	// Placements are the placements' final scores, as logged.
+	Placements []string
+}
+
+// unitSettleTimeout bounds how long a unit may take on one side: a
+// preempting group retries after its backoff.
+const unitSettleTimeout = 8 * time.Second
+
+// settle waits until s has settled every pod of u and its actions have
+// been quiet for a while.
+func settle(s *groupSide, u groupUnit) error {
+	deadline := time.Now().Add(unitSettleTimeout)
+	last, quietSince := -1, time.Now()
+	for time.Now().Before(deadline) {
+		n := s.actionCount()
+		if n != last {
+			last, quietSince = n, time.Now()
+		}
+		ok, err := s.settled(u.pods)
+		if err != nil {
+			return err
+		}
+		if ok && time.Since(quietSince) > *groupQuiet {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+func observe(s *groupSide, u groupUnit, deletedBefore int) (*unitResult, error) {
+	res := &unitResult{Nodes: map[string]string{}, Nominated: map[string]string{}, Unschedulable: map[string]string{}}
+	for _, p := range u.pods {
+		cur, err := s.pod(p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		res.Nodes[p.Name] = cur.Spec.NodeName
+		if cur.Spec.NodeName != "" {
+			continue
+		}
+		if cur.Status.NominatedNodeName != "" {
+			res.Nominated[p.Name] = cur.Status.NominatedNodeName
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				res.Unschedulable[p.Name] = c.Reason + ": " + c.Message
+			}
+		}
+	}
+	if u.group != nil {
+		pg, err := s.podGroup(u.group.Namespace, u.group.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range pg.Status.Conditions {
+			if c.Type == schedulingv1beta1.PodGroupInitiallyScheduled {
+				res.Group = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	res.Victims = slices.Sorted(slices.Values(s.deletions.list()[deletedBefore:]))
+	// Logged in the order of a map's iteration on both sides.
+	res.Placements = slices.Sorted(slices.Values(s.scores.take()))
+	return res, nil
+}
+
+// placementTied reports whether the best of the logged placement scores
+// was reached by more than one placement: both schedulers then pick one
+// of them at random.
+func placementTied(lines []string) bool {
+	best, count := "", 0
+	var bestScore int64 = -1
+	for _, l := range lines {
+		i := strings.LastIndex(l, "=")
+		var score int64
+		if _, err := fmt.Sscan(l[i+1:], &score); err != nil {
+			continue
+		}
+		switch {
+		case score > bestScore:
+			bestScore, best, count = score, l[:i], 1
+		case score == bestScore && l[:i] != best:
+			count++
+		}
+	}
+	return count > 1
+}
+
+// TestUpstreamDiffPodGroups creates, in each random cluster, single pods
+// and pod groups one unit after the other in kube-scheduler 1.37.2 and in
+// profile-scheduler, both with GenericWorkload and
+// TopologyAwareWorkloadScheduling on, waits for both to settle the unit,
+// and fails where they placed, nominated, evicted, reported or scored
+// placements differently. Pods left unbound are deleted before the next
+// unit, so that no retry races the next unit.
+func TestUpstreamDiffPodGroups(t *testing.T) {
+	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
+		features.GenericWorkload:                 true,
+		features.TopologyAwareWorkloadScheduling: true,
+	})
+	counts := map[string]int{}
+	for seed := *firstSeed; seed < *firstSeed+*groupSeeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runGroupSeed(t, uint64(seed), counts)
+		})
+	}
+	t.Logf("%d clusters, %d units each; outcomes: %v", *groupSeeds, *groupUnits, counts)
+}
+
+func runGroupSeed(t *testing.T, seed uint64, counts map[string]int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newGroupCluster(seed, *groupUnits)
+	up, err := newUpstreamGroupSide(ctx, c.objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	ours, err := newOursGroupSide(ctx, c.objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.close()
+	// running are the bound pods, by key, as kube-scheduler bound them.
+	running := map[string]*v1.Pod{}
+	for _, o := range c.objects {
+		if p, ok := o.(*v1.Pod); ok {
+			running[podKey(p)] = p
+		}
+	}
+	priorities := func(key string) int64 {
+		if p, ok := running[key]; ok {
+			return int64(*p.Spec.Priority)
+		}
+		return math.MaxInt64
+	}
+	for _, u := range c.units {
+		sides := []*groupSide{up, ours}
+		before := []int{len(up.deletions.list()), len(ours.deletions.list())}
+		// The pods first, then their PodGroup: GangScheduling holds them
+		// until it appears, so that one pod-group cycle takes them all
+		// rather than however many each scheduler had seen.
+		for _, s := range sides {
+			if err := s.create(ctx, u.podObjects()...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if u.group != nil {
+			time.Sleep(50 * time.Millisecond)
+			for _, s := range sides {
+				if err := s.create(ctx, u.group); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var results [2]*unitResult
+		for i, s := range sides {
+			if err := settle(s, u); err != nil {
+				t.Fatal(err)
+			}
+			if results[i], err = observe(s, u, before[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, got := results[0], results[1]
+		counts[unitOutcome(u, want)]++
+		tie := ""
+		if !slices.Equal(want.Victims, got.Victims) && groupVictimsKey(want.Victims, priorities) == groupVictimsKey(got.Victims, priorities) {
+			// Tied preemption candidates (see victimsKey): each may pick
+			// any of them.
+			tie = "preemption ties"
+		} else if !cmp.Equal(want.Nodes, got.Nodes) && slices.Equal(want.Placements, got.Placements) && placementTied(want.Placements) {
+			// Tied placements: each picks one at random.
+			tie = "placement ties"
+		} else if !cmp.Equal(want.Nodes, got.Nodes) && u.group != nil && slices.Equal(nodeMultiset(want.Nodes), nodeMultiset(got.Nodes)) {
+			// The group's pods are identical: the same nodes, taken in
+			// another order of the members.
+			tie = "member order"
+		}
+		if tie != "" {
+			counts[tie]++
+			ignore := cmpopts.IgnoreFields(unitResult{}, "Nodes", "Victims", "Nominated", "Unschedulable")
+			if diff := cmp.Diff(want, got, ignore); diff != "" {
+				t.Fatalf("seed %d, %s: results differ beyond a tie (-kube-scheduler 1.37.2 +profile-scheduler):\n%s", seed, u, diff)
+			}
+			// Ours takes upstream's choice, so that the clusters stay the same.
+			if err := alignGroupVictims(ctx, ours, running, want.Victims, got.Victims); err != nil {
+				t.Fatal(err)
+			}
+			if err := alignUnit(ctx, ours, u, want.Nodes); err != nil {
+				t.Fatal(err)
+			}
+		} else if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("seed %d, %s: results differ (-kube-scheduler 1.37.2 +profile-scheduler):\n%s", seed, u, diff)
+		}
+		for _, p := range u.pods {
+			if node := want.Nodes[p.Name]; node != "" {
+				placed := p.DeepCopy()
+				placed.Spec.NodeName = node
+				placed.Status.Phase = v1.PodRunning
+				running[podKey(p)] = placed
+			}
+		}
+		for _, v := range want.Victims {
+			delete(running, v)
+		}
+		// Pods left pending go: no retry races the next unit.
+		for _, s := range sides {
+			for _, p := range u.pods {
+				if want.Nodes[p.Name] != "" {
+					continue
+				}
+				if err := s.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+			}
+		}
+		// Their deletions are no victims of the next unit.
+		for _, s := range sides {
+			if err := settleQuiet(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// groupVictimsKey is upstream's ranking of preemption candidates by their
+// victims, as far as the harness's pods tell them apart (see victimsKey
+// in diff_test.go): the highest priority, the sum and the number.
+func groupVictimsKey(victims []string, priority func(string) int64) [3]int64 {
+	key := [3]int64{math.MinInt64, 0, int64(len(victims))}
+	for _, v := range victims {
+		key[0] = max(key[0], priority(v))
+		key[1] += priority(v)
+	}
+	return key
+}
+
+// nodeMultiset lists the nodes of a unit's pods, sorted, unbound ones
+// included as "".
+func nodeMultiset(nodes map[string]string) []string {
+	return slices.Sorted(maps.Values(nodes))
+}
+
+// alignGroupVictims makes s hold the running pods kube-scheduler's side
+// holds after a preemption whose victims differed: pods only s evicted
+// come back, pods only upstream evicted go.
+func alignGroupVictims(ctx context.Context, s *groupSide, running map[string]*v1.Pod, want, got []string) error {
+	for _, key := range got {
+		if slices.Contains(want, key) {
+			continue
+		}
+		p := running[key]
+		if p == nil {
+			return fmt.Errorf("victim %s was not running", key)
+		}
+		if _, err := s.client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, key := range want {
+		if slices.Contains(got, key) {
+			continue
+		}
+		namespace, name, _ := strings.Cut(key, "/")
+		if err := s.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleQuiet waits until s's actions have been quiet for a while.
+func settleQuiet(s *groupSide) error {
+	last, quietSince := -1, time.Now()
+	deadline := time.Now().Add(unitSettleTimeout)
+	for time.Now().Before(deadline) {
+		if n := s.actionCount(); n != last {
+			last, quietSince = n, time.Now()
+		}
+		if time.Since(quietSince) > 100*time.Millisecond {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("the scheduler did not go quiet in %v", unitSettleTimeout)
+}
+
+// alignUnit makes u's pods on s bound as nodes says: each pod is deleted
+// and created again, bound or pending.
+func alignUnit(ctx context.Context, s *groupSide, u groupUnit, nodes map[string]string) error {
+	for _, p := range u.pods {
+		if err := s.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		if nodes[p.Name] == "" {
+			continue
+		}
+		placed := p.DeepCopy()
+		placed.Spec.NodeName = nodes[p.Name]
+		placed.Status.Phase = v1.PodRunning
+		if _, err := s.client.CoreV1().Pods(p.Namespace).Create(ctx, placed, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unitOutcome names what kube-scheduler did with a unit.
+func unitOutcome(u groupUnit, r *unitResult) string {
+	bound := 0
+	for _, n := range r.Nodes {
+		if n != "" {
+			bound++
+		}
+	}
+	kind := "single pod"
+	if u.group != nil {
+		kind = "group"
+		if u.group.Spec.SchedulingConstraints != nil {
+			kind = "topology group"
+		}
+	}
+	state := "bound"
+	switch {
+	case bound == 0:
+		state = "waiting"
+	case bound < len(u.pods):
+		state = "partly bound"
+	}
+	if len(r.Victims) > 0 {
+		state += " after preemption"
+	}
+	return kind + " " + state
+}
