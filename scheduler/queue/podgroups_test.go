@@ -136,7 +136,7 @@ func toPool(q *PriorityQueue, name string) {
 	q.addUnschedulable(q.backoffQ.delete(groupEntityKey(ns, name)))
 }
 
-var rejected = framework.NewStatus(framework.Unschedulable, "no")
+func rejected() *framework.Status { return framework.NewStatus(framework.Unschedulable, "no") }
 
 func TestAddPodGroupMember(t *testing.T) {
 	p1 := member("pod1", wl, pg).Obj()
@@ -270,9 +270,9 @@ func TestAddPodGroupMember(t *testing.T) {
 			case "backoff":
 				// As upstream, a rejected group backs off: it does not
 				// wait in the pool for an event.
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 			case "unschedulable":
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 				toPool(q, pg)
 			}
 			q.Add(logger, tt.incoming)
@@ -484,9 +484,9 @@ func TestDeletePodGroupMember(t *testing.T) {
 				popGroup(t, q, logger)
 				q.Add(logger, p2)
 			case "backoff":
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 			case "unschedulable":
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 				toPool(q, pg)
 			}
 			q.Delete(logger, tt.deleted)
@@ -562,7 +562,7 @@ func TestUpdatePodGroupMember(t *testing.T) {
 			case "popped":
 				popGroup(t, q, logger)
 			case "unschedulable":
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 				toPool(q, pg)
 			}
 			updated := tt.update(member("pod1", wl, pg)).Obj()
@@ -599,7 +599,7 @@ func TestActivatePodGroupMember(t *testing.T) {
 	p1 := member("pod1", wl, pg).Obj()
 	q.Add(logger, p1)
 	q.Add(logger, member("pod2", wl, pg).Obj())
-	failGroup(t, q, logger, rejected, "Fit")
+	failGroup(t, q, logger, rejected(), "Fit")
 	toPool(q, pg)
 	orphan := member("orphan", wl, "unobserved").Obj()
 	q.Add(logger, orphan)
@@ -669,7 +669,7 @@ func TestMoveAllToActiveOrBackoffQueuePodGroupMember(t *testing.T) {
 				failMember(t, q, logger, pInfo, tt.rejectors[pInfo.Pod.Name]...)
 				return true
 			})
-			if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected); err != nil {
+			if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected()); err != nil {
 				t.Fatal(err)
 			}
 			toPool(q, pg)
@@ -716,7 +716,7 @@ func TestFlushBackoffQCompletedPodGroupMember(t *testing.T) {
 	// Five rejections: the backoff of a single pod would be capped at 10s,
 	// that of a group of 4 at 20s; 2^4 = 16s.
 	for i := range 5 {
-		failGroup(t, q, logger, rejected, "Fit")
+		failGroup(t, q, logger, rejected(), "Fit")
 		if i < 4 {
 			clk.Step(time.Minute)
 			q.flushBackoffQCompleted(logger)
@@ -739,7 +739,7 @@ func TestFlushUnschedulablePodsLeftoverPodGroupMember(t *testing.T) {
 	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
 	q.AddPodGroup(logger, podGroup(pg, 0))
 	q.Add(logger, member("pod1", wl, pg).Obj())
-	failGroup(t, q, logger, rejected, "Fit")
+	failGroup(t, q, logger, rejected(), "Fit")
 	toPool(q, pg)
 	clk.Step(DefaultPodMaxInUnschedulablePodsDuration - time.Second)
 	q.flushUnschedulablePodsLeftover(logger)
@@ -813,7 +813,7 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 			name:                   "Pods present, pod group scheduling result is unschedulable, and pod group not backing off",
 			pending:                map[string][]string{"pod1": {"Fit"}, "pod2": nil},
 			initialErrors:          5,
-			status:                 rejected,
+			status:                 rejected(),
 			disableBackoff:         true,
 			wantUnschedulableCount: 1,
 			want:                   groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}},
@@ -821,7 +821,7 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 		{
 			name:                   "Pods present, pod group scheduling result is unschedulable, and pod group not backing off, but blocked on PreEnqueue",
 			pending:                map[string][]string{"pod1": {"Fit"}, "pod2": nil},
-			status:                 rejected,
+			status:                 rejected(),
 			disableBackoff:         true,
 			blockOnPreEnqueue:      true,
 			wantUnschedulableCount: 1,
@@ -838,7 +838,7 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 			name:                   "Pods present, pod group scheduling result is Unschedulable, and pod group backing off",
 			pending:                map[string][]string{"pod1": {"Fit"}, "pod2": nil},
 			initialErrors:          5,
-			status:                 rejected,
+			status:                 rejected(),
 			wantUnschedulableCount: 1,
 			want:                   groupState{Queue: backoffQ, Pods: []string{"pod1", "pod2"}},
 		},
@@ -919,10 +919,10 @@ func TestAddAttemptedPodGroupIfNeededTwice(t *testing.T) {
 	q.Add(logger, member("pod1", wl, pg).Obj())
 	g := popGroup(t, q, logger)
 	failMember(t, q, logger, g.QueuedPodInfos[framework.PodGroupKey(ns, pg)][0], "Fit")
-	if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected); err != nil {
+	if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected()); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected); err == nil {
+	if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected()); err == nil {
 		t.Error("a group handed back twice was accepted twice")
 	}
 }
@@ -1006,7 +1006,7 @@ func TestDeletePodGroup(t *testing.T) {
 				popGroup(t, q, logger)
 				q.Add(logger, member("pod3", wl, pg).Obj())
 			case "unschedulable":
-				failGroup(t, q, logger, rejected, "Fit")
+				failGroup(t, q, logger, rejected(), "Fit")
 				toPool(q, pg)
 			}
 			q.DeletePodGroup(logger, group)

@@ -24,7 +24,7 @@ import (
 	st "github.com/schedprofiles/profile-scheduler/scheduler/plugins/testing"
 )
 
-var genericWorkload = feature.Features{EnableGenericWorkload: true}
+func genericWorkload() feature.Features { return feature.Features{EnableGenericWorkload: true} }
 
 // podGroup is a PodGroup of priority prio; all says its disruptionMode is
 // All, else Single.
@@ -95,7 +95,7 @@ func TestGetVictimsOnNode(t *testing.T) {
 		},
 		{
 			name:     "GenericWorkload enabled, pods with no PodGroup",
-			features: genericWorkload,
+			features: genericWorkload(),
 			pods:     []*v1.Pod{pod("p1", "node1", "", mid), pod("p2", "node1", "", low)},
 			want: []victimSummary{
 				{Priority: mid, Pods: []string{"p1"}, Type: framework.PodKeyType, Nodes: []string{"node1"}},
@@ -104,7 +104,7 @@ func TestGetVictimsOnNode(t *testing.T) {
 		},
 		{
 			name:      "GenericWorkload enabled, pod belonging to PodGroup with disruptionMode All",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg1", mid, true)},
 			pods:      []*v1.Pod{pod("p1", "node1", "pg1", mid), pod("p2", "node2", "pg1", mid), pod("p3", "node1", "", low)},
 			want: []victimSummary{
@@ -114,7 +114,7 @@ func TestGetVictimsOnNode(t *testing.T) {
 		},
 		{
 			name:      "GenericWorkload enabled, pods belonging to PodGroup with disruptionMode Single",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg1", mid, false)},
 			pods: []*v1.Pod{
 				pod("p1", "node1", "pg1", low), pod("p2", "node2", "pg1", low), pod("p3", "node1", "pg1", low), pod("p4", "node1", "", low),
@@ -127,7 +127,7 @@ func TestGetVictimsOnNode(t *testing.T) {
 		},
 		{
 			name:      "GenericWorkload enabled, mixed test with individual pods, PodGroup with DisruptionMode Single, and PodGroup with DisruptionMode All",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg-all", high, true), podGroup("pg-single", mid, false)},
 			pods: []*v1.Pod{
 				pod("p-all-1", "node1", "pg-all", high), pod("p-all-2", "node2", "pg-all", high),
@@ -204,7 +204,7 @@ func TestPostFilterWithGenericWorkload(t *testing.T) {
 			// n1 would cost the group and the lone pod, n2 the group only;
 			// the group's pod on n1 goes too.
 			name:      "GenericWorkload enabled, a PodGroup with disruptionMode All is preempted whole",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, true)},
 			pods: []*v1.Pod{
 				placed("g1", "n1", 1, "1", 0).PodGroupName("pg").Obj(),
@@ -231,7 +231,7 @@ func TestPostFilterWithGenericWorkload(t *testing.T) {
 		},
 		{
 			name:      "GenericWorkload enabled, a pod of a group is kept before an older lone pod",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, false)},
 			pods: []*v1.Pod{
 				placed("member", "n1", 1, "1", 5).PodGroupName("pg").Obj(),
@@ -258,7 +258,7 @@ func TestPostFilterWithGenericWorkload(t *testing.T) {
 		},
 		{
 			name:      "GenericWorkload enabled, a member weighs with its group's priority",
-			features:  genericWorkload,
+			features:  genericWorkload(),
 			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 50, false)},
 			pods: []*v1.Pod{
 				placed("member", "n1", 1, "2", 0).PodGroupName("pg").Obj(),
@@ -448,7 +448,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 			group := podGroup("preemptor", 10, true)
 			e := newEnv(t, envConfig{
 				nodes: nodes, pods: append(append([]*v1.Pod{}, tt.placed...), tt.members...),
-				podGroups: append([]*schedulingv1beta1.PodGroup{group}, tt.podGroups...), features: genericWorkload,
+				podGroups: append([]*schedulingv1beta1.PodGroup{group}, tt.podGroups...), features: genericWorkload(),
 			})
 			before := podsOnNodes(e)
 			runs := 0
@@ -504,7 +504,7 @@ func TestPodGroupActuation(t *testing.T) {
 	m1 := st.MakePod().Name("m1").PodGroupName("preemptor").Priority(10).Req(cpu("2")).SchedulerName("default-scheduler").Obj()
 	stranger := st.MakePod().Name("stranger").PodGroupName("other").Priority(10).Obj()
 	e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{victimPod, m1, stranger},
-		podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload})
+		podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload()})
 
 	release := make(chan struct{})
 	e.cs.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
@@ -605,7 +605,7 @@ func TestPodGroupPostFilterSnapshotAggregates(t *testing.T) {
 			group := podGroup("preemptor", 10, true)
 			e := newEnv(t, envConfig{
 				nodes: nodes, pods: append(append([]*v1.Pod{}, tt.placed...), tt.members...),
-				podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload,
+				podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload(),
 				pvcs: []*v1.PersistentVolumeClaim{rwop},
 			})
 			before := aggregatesOf(e)

@@ -33,7 +33,9 @@ func (a *podActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 }
 
 // workloadGates lets a profile enable GangScheduling.
-var workloadGates = runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true})
+func workloadGates() runtime.Option {
+	return runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true})
+}
 
 // newFramework builds a profile of GangScheduling over podGroups, which
 // serve as both the cache's live view and the cycle's snapshot.
@@ -41,12 +43,12 @@ func newFramework(t *testing.T, podGroups *st.PodGroups, opts ...runtime.Option)
 	t.Helper()
 	r := registry.New(map[string]runtime.Factory{Name: New})
 	snapshot := st.NewSnapshot(nil, nil).WithPodGroups(podGroups)
-	return st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append([]runtime.Option{workloadGates, runtime.WithPodGroupManager(podGroups)}, opts...)...)
+	return st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), snapshot, append([]runtime.Option{workloadGates(), runtime.WithPodGroupManager(podGroups)}, opts...)...)
 }
 
 func TestNewNeedsPodGroupManager(t *testing.T) {
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	fwk, err := st.BuildFramework(r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates)
+	fwk, err := st.BuildFramework(r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates())
 	if err == nil {
 		_ = fwk.Close()
 		t.Fatal("built without a PodGroupManager")
@@ -433,7 +435,7 @@ func TestPermitReadsThePodGroupFromTheSnapshot(t *testing.T) {
 	pod := st.MakePod().Namespace("ns1").Name("p1").PodGroupName("pg1").Obj()
 	live := st.NewPodGroups([]*schedulingv1beta1.PodGroup{st.MakePodGroup().Namespace("ns1").Name("pg1").MinCount(1).Obj()}, []*v1.Pod{pod})
 	r := registry.New(map[string]runtime.Factory{Name: New})
-	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates, runtime.WithPodGroupManager(live))
+	fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0)), st.NewSnapshot(nil, nil), workloadGates(), runtime.WithPodGroupManager(live))
 	live.Assume(pod, "node1")
 	got := fwk.RunPermitPlugins(t.Context(), framework.NewCycleState(), pod, "node1")
 	want := `running Permit plugin "GangScheduling": failed to get podGroup ns1/pg1: pod group object not found for pod group podgroup/ns1/pg1`
@@ -538,7 +540,7 @@ func TestGangGoesTogetherWithOtherPermitPlugins(t *testing.T) {
 				},
 			})
 			snapshot := st.NewSnapshot(nil, nil).WithPodGroups(podGroups)
-			fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0), st.Plugin(holderName, 0)), snapshot, workloadGates, runtime.WithPodGroupManager(podGroups))
+			fwk := st.NewFramework(t, r, st.PluginProfile(st.Plugin(Name, 0), st.Plugin(holderName, 0)), snapshot, workloadGates(), runtime.WithPodGroupManager(podGroups))
 
 			results := map[types.UID]chan *framework.Status{}
 			for _, p := range []*v1.Pod{p1, p2, p3} {
