@@ -647,5 +647,15 @@ func newPriorityClass(ctx context.Context, name string, value int32) string {
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(cs.SchedulingV1().PriorityClasses().Delete(ctx, pc.Name, metav1.DeleteOptions{})).To(Succeed())
 	})
+	// The API server's Priority admission plugin resolves a pod's class
+	// from its own informer, so a pod created right after the class can be
+	// refused with "no PriorityClass with name ... was found". Wait until a
+	// dry-run pod naming the class is admitted.
+	probe := podSpec("default", "priority-probe", "unused", "1")
+	probe.Spec.PriorityClassName = pc.Name
+	Eventually(func() error {
+		_, err := cs.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}).Should(Succeed())
 	return pc.Name
 }
