@@ -326,11 +326,23 @@ var _ = Describe("Gangs", Ordered, func() {
 			createPod(member(ns, "whole", i, "approved-gangs", "gang-approve", "1"))
 		}
 		for i := range 3 {
-			Eventually(waitingCondition(ns, fmt.Sprintf("whole-%d", i), schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+			name := fmt.Sprintf("whole-%d", i)
+			Eventually(waitingCondition(ns, name, schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+			// Each member's pod points at the command that decides the
+			// whole gang, in the form that names scheduler-plugins' kind.
+			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(And(
+				havePodCondition(corev1.ConditionTrue, "HeldByCoschedulingAndManualApproval"),
+				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject pg/whole")),
+			))
 		}
 		Consistently(func() map[string]int { return boundMembers(ns) }, "1s").Should(BeEmpty())
-		out := kubectlOK("approve", "podgroup/whole", "-n", ns, "--reason", "reviewed")
-		Expect(out).To(ContainSubstring("podgroup/whole: 3 of 3 members approved"))
+		// Coscheduling still holds every member, and lets the gang go once
+		// the approvals complete it: a success, said as one.
+		r, err := kubectl.Run("approve", "podgroup/whole", "-n", ns, "--reason", "reviewed")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(HaveSuffix("podgroup/whole: 3 of 3 members approved; Coscheduling releases them once the group is complete\n"))
+		Expect(r.Stderr).To(BeEmpty())
 		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"whole": 3}))
 
 		// An incomplete gang: approving its members decides ManualApproval
@@ -502,7 +514,7 @@ var _ = Describe("Gangs", Ordered, func() {
 		for _, pod := range crew {
 			Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod/%s approved (pod UID %s, profile approved-gangs)\n", pod.Name, pod.UID)))
 		}
-		Expect(r.Stdout).To(HaveSuffix("podgroup/crew: 2 of 2 members approved\n"))
+		Expect(r.Stdout).To(HaveSuffix("podgroup/crew: 2 of 2 members approved; Coscheduling releases them once the group is complete\n"))
 		Expect(r.Stderr).To(ContainSubstring(`Warning: waitingpod/rider skipped: its profile "riders" does not run Coscheduling`))
 		for _, pod := range crew {
 			boundNode(pod)
