@@ -2,6 +2,8 @@ package operator_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -454,6 +456,49 @@ var _ = Describe("Gangs", Ordered, func() {
 			Expect(devices).To(ConsistOf(held[pod]))
 			Expect(pods).To(Equal([]string{pod}))
 		}
+	})
+
+	It("with the gpu-gangs sample, gives the devices of a gang that cannot complete to others instead of holding them again", func() {
+		// The sample as shipped, under a name of this test's.
+		sample, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "gpu-gangs.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		const profile = "sample-gpu-gangs"
+		apply(profile, strings.Replace(string(sample), "name: gpu-gangs\n", "name: "+profile+"\n", 1))
+		serving(profile)
+		DeferCleanup(func() { kubectlOK("delete", "schedulingprofile", profile) })
+
+		ns := gangNamespace()
+		nodes("gang-sample", 1, "4", "8Gi")
+		const class = "gang-sample.example.com"
+		gpuNode(class, "gang-sample-0")
+		podGroup(ns, "vetoed", 2, nil)
+		for i := range 2 {
+			createPod(gpuMember(ns, "vetoed", i, profile, "gang-sample", class))
+		}
+		Eventually(func() map[string][]string { return heldDevices(ns, "vetoed-0", "vetoed-1") }).Should(HaveLen(2))
+
+		// A rejected member keeps the gang from ever completing. Its
+		// sibling, held again after the rejection, is released as soon
+		// as the rejected one fails to be placed, and the gang backs off.
+		kubectlOK("reject", "waitingpod/vetoed-1", "-n", ns, "--reason", "not these GPUs")
+		Eventually(eventNotes("Pod", ns, "vetoed-0", "FailedScheduling")).Should(ContainElement(ContainSubstring("optimistic rejection in PostFilter")))
+
+		// Meanwhile all four GPUs are free for a pod that needs them.
+		other := namespace()
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "all-gpus"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "gpus",
+				Exactly: &resourceapi.ExactDeviceRequest{
+					DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4,
+				},
+			}}}},
+		}
+		Expect(k8sClient.Create(ctx, claim)).To(Succeed())
+		pod := poolPod(other, "trainer", "gangs", "gang-sample", "1", "")
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim.Name)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+		Expect(boundNode(createPod(pod))).To(Equal("gang-sample-0"))
 	})
 
 	It("does not count a pod that carries the label but was bound elsewhere", func() {
