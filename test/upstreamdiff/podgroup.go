@@ -55,9 +55,6 @@ const placementScoreMessage = "Calculated placement's final score for podGroup"
 const (
 	podGroupCycleMessage   = "Attempting to schedule pod group"
 	assumePlacementMessage = "Assuming placement in snapshot"
-	// podGroupMemberMessage starts the try of one of the group's pods,
-	// at V(4), naming it.
-	podGroupMemberMessage = "Attempting to schedule a pod belonging to a pod group"
 )
 
 // placementScores is a log sink that keeps the placements' final scores
@@ -104,15 +101,13 @@ func (p *placementScores) info(msg string, kv ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.messages++
-	// Upstream names the group and the pod in the call, ours in the
-	// logger's values: kv holds both, the call's last.
-	var group, pod, placement, score any
+	// Upstream names the group in the call, ours in the logger's
+	// values: kv holds both, the call's last.
+	var group, placement, score any
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch kv[i] {
 		case "podGroup":
 			group = kv[i+1]
-		case "pod":
-			pod = kv[i+1]
 		case "placement":
 			placement = kv[i+1]
 		case "score":
@@ -124,18 +119,10 @@ func (p *placementScores) info(msg string, kv ...any) {
 	case placementScoreMessage:
 		p.lines = append(p.lines, fmt.Sprintf("%v=%v", placement, score))
 	case podGroupCycleMessage:
-		p.cycles[fmt.Sprint(group)] = &groupCycle{started: true, collecting: true}
+		p.cycles[fmt.Sprint(group)] = &groupCycle{started: true}
 	case assumePlacementMessage:
-		switch {
-		case c == nil:
-		case c.started:
+		if c != nil && c.started {
 			c.started, c.firstPlacement = false, fmt.Sprint(placement)
-		default:
-			c.collecting = false
-		}
-	case podGroupMemberMessage:
-		if c != nil && c.collecting {
-			c.memberOrder = append(c.memberOrder, fmt.Sprint(pod))
 		}
 	}
 }
@@ -146,10 +133,6 @@ type groupCycle struct {
 	// reports when no placement fits; started says it has tried none yet.
 	firstPlacement string
 	started        bool
-	// memberOrder are the pods it tried in its first placement, in
-	// order; collecting says it is still on it.
-	memberOrder []string
-	collecting  bool
 }
 
 // take returns the scores logged since the last call and what the
