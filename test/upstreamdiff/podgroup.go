@@ -49,46 +49,111 @@ type groupSide struct {
 // placement they scored in a pod-group cycle.
 const placementScoreMessage = "Calculated placement's final score for podGroup"
 
+// podGroupCycleMessage starts a pod-group cycle, at V(3), and
+// assumePlacementMessage starts the cycle's try of one placement, at
+// V(4), on both sides.
+const (
+	podGroupCycleMessage   = "Attempting to schedule pod group"
+	assumePlacementMessage = "Assuming placement in snapshot"
+)
+
 // placementScores is a log sink that keeps the placements' final scores
-// (placementGenerate's placements, as placementScore scored them) and
-// drops every other message.
+// (placementGenerate's placements, as placementScore scored them), what
+// each group's latest pod-group cycle tried, and a count of the messages;
+// it drops the messages themselves.
 type placementScores struct {
 	mu    sync.Mutex
 	lines []string
+	// messages counts every message logged, at any level: a scheduler
+	// busy in a cycle logs, at V(4) and beyond, many times a millisecond.
+	messages int
+	// cycles are the latest pod-group cycle of each group, by
+	// namespace/name.
+	cycles map[string]*groupCycle
+	// kv are the logger's values, on a sink WithValues made; root is
+	// the sink they were made from, which keeps what is logged.
+	kv   []any
+	root *placementScores
 }
 
 func (*placementScores) Init(logr.RuntimeInfo) {}
 func (*placementScores) Enabled(int) bool      { return true }
 func (*placementScores) Error(error, string, ...any) {
 }
-func (p *placementScores) WithValues(...any) logr.LogSink { return p }
-func (p *placementScores) WithName(string) logr.LogSink   { return p }
+func (p *placementScores) WithValues(kv ...any) logr.LogSink {
+	r := p.root
+	if r == nil {
+		r = p
+	}
+	return &placementScores{root: r, kv: append(slices.Clone(p.kv), kv...)}
+}
+func (p *placementScores) WithName(string) logr.LogSink { return p }
 
 func (p *placementScores) Info(_ int, msg string, kv ...any) {
-	if msg != placementScoreMessage {
+	if p.root != nil {
+		p.root.info(msg, append(slices.Clone(p.kv), kv...)...)
 		return
 	}
-	var placement, score any
+	p.info(msg, kv...)
+}
+
+func (p *placementScores) info(msg string, kv ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.messages++
+	// Upstream names the group in the call, ours in the logger's
+	// values: kv holds both, the call's last.
+	var group, placement, score any
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch kv[i] {
+		case "podGroup":
+			group = kv[i+1]
 		case "placement":
 			placement = kv[i+1]
 		case "score":
 			score = kv[i+1]
 		}
 	}
-	p.mu.Lock()
-	p.lines = append(p.lines, fmt.Sprintf("%v=%v", placement, score))
-	p.mu.Unlock()
+	c := p.cycles[fmt.Sprint(group)]
+	switch msg {
+	case placementScoreMessage:
+		p.lines = append(p.lines, fmt.Sprintf("%v=%v", placement, score))
+	case podGroupCycleMessage:
+		p.cycles[fmt.Sprint(group)] = &groupCycle{started: true}
+	case assumePlacementMessage:
+		if c != nil && c.started {
+			c.started, c.firstPlacement = false, fmt.Sprint(placement)
+		}
+	}
 }
 
-// take returns the scores logged since the last call and forgets them.
-func (p *placementScores) take() []string {
+// groupCycle is what a pod-group cycle tried, as its log shows.
+type groupCycle struct {
+	// firstPlacement is the placement it tried first, whose failure it
+	// reports when no placement fits; started says it has tried none yet.
+	firstPlacement string
+	started        bool
+}
+
+// take returns the scores logged since the last call and what the
+// latest cycle of the group named key (namespace/name) tried, and forgets
+// them.
+func (p *placementScores) take(key string) ([]string, groupCycle) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := p.lines
-	p.lines = nil
-	return out
+	scores, c := p.lines, p.cycles[key]
+	p.lines, p.cycles = nil, map[string]*groupCycle{}
+	if c == nil {
+		return scores, groupCycle{}
+	}
+	return scores, *c
+}
+
+// messageCount is how many messages the scheduler logged.
+func (p *placementScores) messageCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.messages
 }
 
 // newGroupClient is a fake clientset holding objs that binds a pod when
@@ -143,7 +208,7 @@ const groupBackoff = time.Second
 // 1), so that nodes with equal scores are ranked in the same order on
 // both sides.
 func newUpstreamGroupSide(ctx context.Context, objs []k8sruntime.Object) (*groupSide, error) {
-	s := &groupSide{scores: &placementScores{}, done: make(chan struct{})}
+	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}}, done: make(chan struct{})}
 	s.client = newGroupClient(objs, s)
 	ctx, s.cancel = context.WithCancel(klog.NewContext(ctx, logr.New(s.scores)))
 	factory := upstreamscheduler.NewInformerFactory(s.client, 0, nil)
@@ -186,7 +251,7 @@ func workloadProfile() *configv1.KubeSchedulerProfile {
 // newOursGroupSide starts profile-scheduler's scheduler with both
 // workload gates on, serving workloadProfile.
 func newOursGroupSide(ctx context.Context, objs []k8sruntime.Object) (*groupSide, error) {
-	s := &groupSide{scores: &placementScores{}, done: make(chan struct{})}
+	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}}, done: make(chan struct{})}
 	s.client = newGroupClient(objs, s)
 	ctx, s.cancel = context.WithCancel(klog.NewContext(ctx, logr.New(s.scores)))
 	sched, err := scheduler.New(ctx, s.client, plugins.NewInTreeRegistry(),
@@ -233,10 +298,16 @@ func (s *groupSide) close() {
 	<-s.done
 }
 
-func (s *groupSide) actionCount() int {
+// activity counts the side's API actions and its log messages: it
+// changes while the scheduler works. API actions alone may pause longer
+// than the quiet window while a cycle runs (a gang's preemption dry run,
+// on a loaded machine, takes hundreds of milliseconds without one), and
+// the harness would then read a state the cycle is about to change.
+func (s *groupSide) activity() int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.actions
+	n := s.actions
+	s.mu.Unlock()
+	return n + s.scores.messageCount()
 }
 
 // create creates objs (pods and PodGroups) in the side's clientset.
