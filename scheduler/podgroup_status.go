@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,12 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/internal/coalesce"
 )
 
 // podGroupConditionUpdate is the condition the scheduler wants on a
@@ -38,77 +35,37 @@ type podGroupStatusUpdater struct {
 	client clientset.Interface
 	// podGroups is the cache's view of PodGroups, nil without one.
 	podGroups framework.PodGroupLister
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
-
-	mu      sync.Mutex
-	pending map[types.NamespacedName]podGroupConditionUpdate
+	writer    *coalesce.Writer[types.NamespacedName, podGroupConditionUpdate]
 }
 
 func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.PodGroupLister) *podGroupStatusUpdater {
-	return &podGroupStatusUpdater{
-		client:    client,
-		podGroups: podGroups,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "podgroup-status"}),
-		pending: make(map[types.NamespacedName]podGroupConditionUpdate),
-	}
+	u := &podGroupStatusUpdater{client: client, podGroups: podGroups}
+	u.writer = coalesce.New(coalesce.Config[types.NamespacedName, podGroupConditionUpdate]{
+		Name:    "podgroup-status",
+		Workers: 1,
+		Write:   u.send,
+		Failed: func(ctx context.Context, key types.NamespacedName, err error) {
+			klog.FromContext(ctx).Error(err, "Failed to update PodGroup status", "podGroup", klog.KRef(key.Namespace, key.Name))
+		},
+	})
+	return u
 }
 
 // update asks for condition on pg. It never blocks on the API.
 func (u *podGroupStatusUpdater) update(pg *schedulingv1beta1.PodGroup, condition *metav1.Condition) {
-	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	u.mu.Lock()
-	u.pending[key] = podGroupConditionUpdate{podGroup: pg, condition: condition}
-	u.mu.Unlock()
-	u.queue.Add(key)
+	u.writer.Add(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name},
+		podGroupConditionUpdate{podGroup: pg, condition: condition})
 }
 
 // run sends updates until ctx ends; those still pending then are dropped
 // (the next leader's cycles ask for them again).
 func (u *podGroupStatusUpdater) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		u.queue.ShutDown()
-	}()
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for u.processNext(ctx) {
-		}
-	}, time.Second)
-}
-
-func (u *podGroupStatusUpdater) processNext(ctx context.Context) bool {
-	key, quit := u.queue.Get()
-	if quit {
-		return false
-	}
-	defer u.queue.Done(key)
-	u.mu.Lock()
-	upd, ok := u.pending[key]
-	delete(u.pending, key)
-	u.mu.Unlock()
-	if !ok {
-		u.queue.Forget(key)
-		return true
-	}
-	err := u.send(ctx, upd)
-	if err == nil || ctx.Err() != nil {
-		u.queue.Forget(key)
-		return ctx.Err() == nil
-	}
-	klog.FromContext(ctx).Error(err, "Failed to update PodGroup status", "podGroup", klog.KRef(key.Namespace, key.Name))
-	u.mu.Lock()
-	if _, newer := u.pending[key]; !newer {
-		u.pending[key] = upd
-	}
-	u.mu.Unlock()
-	u.queue.AddRateLimited(key)
-	return true
+	u.writer.Run(ctx)
 }
 
 // send patches the condition onto the PodGroup, unless the cache's newer
 // version shows it recreated, already scheduled or already saying so.
-func (u *podGroupStatusUpdater) send(ctx context.Context, upd podGroupConditionUpdate) error {
+func (u *podGroupStatusUpdater) send(ctx context.Context, _ types.NamespacedName, upd podGroupConditionUpdate) error {
 	pg := upd.podGroup
 	if u.podGroups != nil {
 		latest, err := u.podGroups.Get(pg.Namespace, pg.Name)
