@@ -56,10 +56,32 @@ func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.Po
 }
 
 // update asks for condition on pg. It never blocks on the API.
+//
+// Upstream patches each condition from the scheduling loop as the cycle
+// ends. Here a condition still pending when the next one for the same
+// PodGroup comes is replaced, and each is compared again, when sent, with
+// the PodGroup as the cache has it then. The status a user finds is the
+// same: the condition is upstream's last one, and its lastTransitionTime
+// is stamped here, when the cycle asks, and kept from the replaced
+// condition when the status did not change, as upstream's first patch
+// would have set it and its second kept it. What is saved: patches that
+// would change nothing (upstream sends them when its snapshot has not yet
+// seen its own previous patch), and a condition replaced before it was
+// sent (a retry of the group can come sooner than the patch only while
+// the API server is slow), which a watcher of the PodGroup does not see.
+// Being off the loop, the patch can come after the group's pods are bound,
+// where upstream's comes before the next cycle starts.
 func (u *podGroupStatusUpdater) update(pg *schedulingv1beta1.PodGroup, condition *metav1.Condition) {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	c := *condition
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
 	u.mu.Lock()
-	u.pending[key] = podGroupConditionUpdate{podGroup: pg, condition: condition}
+	if prev, ok := u.pending[key]; ok && prev.condition.Status == c.Status {
+		c.LastTransitionTime = prev.condition.LastTransitionTime
+	}
+	u.pending[key] = podGroupConditionUpdate{podGroup: pg, condition: &c}
 	u.mu.Unlock()
 	u.queue.Add(key)
 }
