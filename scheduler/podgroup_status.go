@@ -44,6 +44,7 @@ func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.Po
 		Name:    "podgroup-status",
 		Workers: 1,
 		Write:   u.send,
+		Merge:   keepTransitionTime,
 		Failed: func(ctx context.Context, key types.NamespacedName, err error) {
 			klog.FromContext(ctx).Error(err, "Failed to update PodGroup status", "podGroup", klog.KRef(key.Namespace, key.Name))
 		},
@@ -51,10 +52,40 @@ func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.Po
 	return u
 }
 
+// keepTransitionTime replaces a condition not yet sent by a newer one,
+// keeping the older lastTransitionTime when the status did not change.
+func keepTransitionTime(newer, older podGroupConditionUpdate) podGroupConditionUpdate {
+	if older.condition.Status == newer.condition.Status {
+		c := *newer.condition
+		c.LastTransitionTime = older.condition.LastTransitionTime
+		newer.condition = &c
+	}
+	return newer
+}
+
 // update asks for condition on pg. It never blocks on the API.
+//
+// Upstream patches each condition from the scheduling loop as the cycle
+// ends. Here a condition still pending when the next one for the same
+// PodGroup comes is replaced, and each is compared again, when sent, with
+// the PodGroup as the cache has it then. The status a user finds is the
+// same: the condition is upstream's last one, and its lastTransitionTime
+// is stamped here, when the cycle asks, and kept from the replaced
+// condition when the status did not change, as upstream's first patch
+// would have set it and its second kept it. What is saved: patches that
+// would change nothing (upstream sends them when its snapshot has not yet
+// seen its own previous patch), and a condition replaced before it was
+// sent (a retry of the group can come sooner than the patch only while
+// the API server is slow), which a watcher of the PodGroup does not see.
+// Being off the loop, the patch can come after the group's pods are bound,
+// where upstream's comes before the next cycle starts.
 func (u *podGroupStatusUpdater) update(pg *schedulingv1beta1.PodGroup, condition *metav1.Condition) {
+	c := *condition
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
 	u.writer.Add(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name},
-		podGroupConditionUpdate{podGroup: pg, condition: condition})
+		podGroupConditionUpdate{podGroup: pg, condition: &c})
 }
 
 // run sends updates until ctx ends; those still pending then are dropped

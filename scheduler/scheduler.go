@@ -502,6 +502,7 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	isNew := !s.queue.HasProfile(name)
 	s.queue.SetProfile(s.profileCtx, fwk)
 	if !isNew {
+		s.releaseHeldOtherWay(logger, name, fwk)
 		logger.V(2).Info("Profile instance replaced")
 		return
 	}
@@ -532,6 +533,31 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
 	}
 	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
+}
+
+// releaseHeldOtherWay rejects back to the queue the pod group members that
+// the previous instances of a profile hold at Permit when the profile
+// became, or stopped being, workload-aware with fwk. SetProfile queues the
+// pending members the new way; the held ones would otherwise still be let
+// go the old way: one by one, each on its own approval, into what is now
+// a gang, or held by GangScheduling for a quorum the profile no longer
+// asks for, until its timeout. Other held pods stay held.
+func (s *Scheduler) releaseHeldOtherWay(logger klog.Logger, name string, fwk framework.Framework) {
+	msg := fmt.Sprintf("profile %s started scheduling pod groups as a unit while the pod was held at Permit", name)
+	if !fwk.WorkloadAware() {
+		msg = fmt.Sprintf("profile %s stopped scheduling pod groups as a unit while the pod was held at Permit", name)
+	}
+	s.profiles.WaitingInRetiring(name, func(old framework.Framework, wp framework.WaitingPod) {
+		if old.WorkloadAware() == fwk.WorkloadAware() {
+			return
+		}
+		if _, ok := framework.PodGroupNameOf(wp.GetPod()); !ok {
+			return
+		}
+		if wp.Reject("", msg) {
+			logger.V(2).Info("Released a held pod group member back to the queue", "pod", klog.KObj(wp.GetPod()))
+		}
+	})
 }
 
 // Start runs the scheduling loop until ctx ends: it starts the informers

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -495,8 +497,58 @@ func TestPodGroupPostFilter(t *testing.T) {
 				t.Errorf("the snapshot was not restored (-before +after):\n%s", diff)
 			}
 			checkDeleted(t, e, tt.wantVictims)
+			m := e.fwk.Metrics()
+			if diff := cmp.Diff(map[string]float64{tt.wantCode.String(): 1}, counterValues(t, m.WorkloadPreemptionAttempts, "result")); diff != "" {
+				t.Errorf("scheduler_workload_preemption_attempts_total (-want +got):\n%s", diff)
+			}
+			var wantVictims []uint64
+			if tt.wantVictims != nil {
+				wantVictims = []uint64{1, uint64(len(tt.wantVictims))}
+			}
+			if diff := cmp.Diff(wantVictims, histogramCountAndSum(t, m.WorkloadPreemptionVictims)); diff != "" {
+				t.Errorf("scheduler_workload_preemption_victims [count, sum] (-want +got):\n%s", diff)
+			}
 		})
 	}
+}
+
+// counterValues returns the value of each series of vec by its label.
+func counterValues(t *testing.T, vec *prometheus.CounterVec, label string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 16)
+	vec.Collect(ch)
+	close(ch)
+	out := map[string]float64{}
+	for metric := range ch {
+		var m dto.Metric
+		if err := metric.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// histogramCountAndSum returns the count and the sum of the one series of
+// the unlabelled vec, nil before its first observation.
+func histogramCountAndSum(t *testing.T, vec *prometheus.HistogramVec) []uint64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	vec.Collect(ch)
+	close(ch)
+	var out []uint64
+	for metric := range ch {
+		var m dto.Metric
+		if err := metric.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		out = []uint64{m.GetHistogram().GetSampleCount(), uint64(m.GetHistogram().GetSampleSum())}
+	}
+	return out
 }
 
 // podsOnNodes returns, per node of the snapshot, its pods and requested cpu.
