@@ -53,9 +53,10 @@ func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.Po
 }
 
 // keepTransitionTime replaces a condition not yet sent by a newer one,
-// keeping the older lastTransitionTime when the status did not change.
+// keeping the older lastTransitionTime when the status of the same
+// PodGroup object did not change.
 func keepTransitionTime(newer, older podGroupConditionUpdate) podGroupConditionUpdate {
-	if older.condition.Status == newer.condition.Status {
+	if older.podGroup.UID == newer.podGroup.UID && older.condition.Status == newer.condition.Status {
 		c := *newer.condition
 		c.LastTransitionTime = older.condition.LastTransitionTime
 		newer.condition = &c

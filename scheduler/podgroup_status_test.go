@@ -23,19 +23,24 @@ func TestPodGroupStatusCoalescing(t *testing.T) {
 			Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: msg}
 	}
 	tests := []struct {
-		name    string
-		second  *metav1.Condition
-		wantLTT func(metav1.Time) bool
+		name   string
+		second *metav1.Condition
+		// wantLTT checks the written lastTransitionTime against the
+		// times just before and after the cycle asked.
+		wantLTT func(got metav1.Time, before, after time.Time) bool
 	}{
 		{
 			name:    "same status: the first one's transition time is kept",
 			second:  unschedulable("0/3 nodes are available"),
-			wantLTT: func(got metav1.Time) bool { return got.Equal(&earlier) },
+			wantLTT: func(got metav1.Time, _, _ time.Time) bool { return got.Equal(&earlier) },
 		},
 		{
-			name:    "another status: it transitions when the cycle asked",
-			second:  &metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"},
-			wantLTT: func(got metav1.Time) bool { return got.After(earlier.Time) },
+			name:   "another status: it transitions when the cycle asked",
+			second: &metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"},
+			wantLTT: func(got metav1.Time, before, after time.Time) bool {
+				// The API keeps whole seconds.
+				return !got.Time.Before(before.Truncate(time.Second)) && !got.After(after)
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -47,8 +52,13 @@ func TestPodGroupStatusCoalescing(t *testing.T) {
 			first.LastTransitionTime = earlier
 			// Both asked for before the writer runs: the second replaces
 			// the first, which is never sent.
+			before := time.Now()
 			u.update(pg, first)
 			u.update(pg, tt.second)
+			after := time.Now()
+			// Sent a second later than asked (the API keeps whole
+			// seconds), so a time stamped when sent shows.
+			time.Sleep(1100 * time.Millisecond)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() {
@@ -78,8 +88,8 @@ func TestPodGroupStatusCoalescing(t *testing.T) {
 			if diff := cmp.Diff(want, c, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 				t.Errorf("condition (-want +got):\n%s", diff)
 			}
-			if !tt.wantLTT(c.LastTransitionTime) {
-				t.Errorf("lastTransitionTime = %v (the first condition's was %v)", c.LastTransitionTime, earlier)
+			if !tt.wantLTT(c.LastTransitionTime, before, after) {
+				t.Errorf("lastTransitionTime = %v (the first condition's was %v; asked between %v and %v)", c.LastTransitionTime, earlier, before, after)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -38,6 +39,7 @@ func BenchmarkStatusUpdate(b *testing.B) {
 	} {
 		b.Run("pod/"+bc.name, func(b *testing.B) {
 			u := newStatusUpdater(fake.NewClientset(), nil)
+			b.Cleanup(func() { stopUnstarted(u.run) })
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -49,6 +51,7 @@ func BenchmarkStatusUpdate(b *testing.B) {
 		})
 		b.Run("podgroup/"+bc.name, func(b *testing.B) {
 			u := newPodGroupStatusUpdater(fake.NewClientset(), nil)
+			b.Cleanup(func() { stopUnstarted(u.run) })
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -57,4 +60,13 @@ func BenchmarkStatusUpdate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// stopUnstarted stops a writer that was never started: run with an ended
+// context shuts its queue down, whose goroutine would outlive the
+// benchmark otherwise.
+func stopUnstarted(run func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	run(ctx)
 }

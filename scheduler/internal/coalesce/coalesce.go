@@ -60,7 +60,9 @@ type Writer[K comparable, V any] struct {
 	queue workqueue.TypedRateLimitingInterface[K]
 
 	// mu guards pending, the latest wish per key not yet taken by a
-	// worker. A key is in queue whenever it is in pending.
+	// worker. A key added to pending is added to the queue right after,
+	// outside the lock; a worker that takes a key whose wish another turn
+	// already wrote finds nothing pending and skips it.
 	mu      sync.Mutex
 	pending map[K]V
 }
