@@ -56,27 +56,42 @@ var _ = Describe("A profile whose workload-awareness changes while pod group mem
 		Expect(bindSpread(ns, "late")).To(BeNumerically("<", 900*time.Millisecond), "members of late were not bound together")
 	})
 
-	It("lets the members GangScheduling held for a quorum go on their own once it is removed", func() {
+	It("lets the members GangScheduling held as a group go on their own once it is removed", func() {
 		const profile, pool = "stops-workload-aware", "wl-stops"
 		apply(profile, profileManifest(profile, `plugins:
   multiPoint:
     enabled:
-    - name: GangScheduling`))
+    - name: GangScheduling
+    - name: ManualApproval`))
 		serving(profile)
 		nodes(pool, 3, "4", "8Gi")
 		ns := gangNamespace()
 		workloadGang(ns, "short", "", 3)
-		names := []string{"short-0", "short-1"}
-		for i := range 2 {
+		names := []string{"short-0", "short-1", "short-2"}
+		for i := range 3 {
 			createPod(workloadMember(ns, "short", i, profile, pool))
 		}
-		// Two of minCount 3 exist: PreEnqueue keeps the group out of the
-		// cycle, or, once a third is counted, Permit holds them.
-		Consistently(boundPods(ns, names...), "1s").Should(BeZero())
+		By("holding the members as a group")
+		for _, name := range names {
+			Eventually(pendingPlugins(ns, name)).Should(ConsistOf("GangScheduling", "ManualApproval"))
+		}
 
-		By("removing GangScheduling: both are scheduled as single pods, without waiting for the third")
-		apply(profile, profileManifest(profile, `plugins: {}`))
+		By("removing GangScheduling: each member is held on its own, and one approval binds one pod")
+		apply(profile, profileManifest(profile, `plugins:
+  multiPoint:
+    enabled:
+    - name: ManualApproval`))
 		serving(profile)
-		Eventually(boundPods(ns, names...), "20s").Should(Equal(2))
+		for _, name := range names {
+			Eventually(func(g Gomega) {
+				wp, err := getWaitingPod(ns, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(wp.Status.PodGroup).To(BeEmpty())
+				g.Expect(wp.Status.Plugins).To(Equal("ManualApproval"))
+			}).Should(Succeed())
+		}
+		kubectlOK("approve", "waitingpod/"+names[0], "-n", ns)
+		Eventually(boundPods(ns, names[0])).Should(Equal(1))
+		Consistently(boundPods(ns, names[1:]...), "1s").Should(BeZero())
 	})
 })
