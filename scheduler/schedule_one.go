@@ -54,6 +54,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		logger.Error(err, "Taking the next pod from the queue")
 		return true
 	}
+	s.cycleMu.Lock()
+	defer s.cycleMu.Unlock()
 	switch e := entity.(type) {
 	case *framework.QueuedPodGroupInfo:
 		s.scheduleOnePodGroup(ctx, e)

@@ -107,8 +107,11 @@ type Scheduler struct {
 
 	// picker and its snapshot belong to the scheduling loop: only its
 	// goroutine (and the Filter/Score workers of the cycle it runs)
-	// touches them.
-	picker nodePicker
+	// touches them, holding cycleMu for the cycle, except that
+	// refreshIdleSnapshot updates the snapshot under cycleMu between
+	// cycles.
+	picker  nodePicker
+	cycleMu sync.Mutex
 
 	// mu guards informerCtx and started. informerCtx is set once the
 	// informers run (see startInformers); NewFramework then starts and
@@ -621,12 +624,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.unserved.start()
 
 	var background sync.WaitGroup
-	background.Add(5)
+	background.Add(6)
 	go func() { defer background.Done(); s.warnUnserved(ctx, s.unservedWarningDelay) }()
 	go func() { defer background.Done(); s.cache.Run(ctx) }()
 	go func() { defer background.Done(); s.queue.Run(ctx) }()
 	go func() { defer background.Done(); s.status.run(ctx) }()
 	go func() { defer background.Done(); s.podGroupStatus.run(ctx) }()
+	go func() { defer background.Done(); s.refreshIdleSnapshot(ctx) }()
 	logger.Info("Starting the scheduling loop", "profiles", s.profiles.Names())
 	for s.scheduleOne(ctx) {
 	}
@@ -634,6 +638,38 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	background.Wait()
 	logger.Info("Scheduling loop stopped")
 	return nil
+}
+
+// idleSnapshotRefreshPeriod is how often refreshIdleSnapshot brings the
+// loop's snapshot up to date.
+const idleSnapshotRefreshPeriod = time.Second
+
+// refreshIdleSnapshot brings the loop's snapshot up to date while the loop
+// waits for work, until ctx ends. A cycle updates the snapshot when it
+// starts, and the snapshot then holds what the cache held until the next
+// cycle: after the last cycle of a burst, the assumed copies of every pod
+// whose binding had not shown yet, long after the cache replaced them by
+// the informer's pods. An update copies only the nodes that changed since
+// the last one and leaves the snapshot as the next cycle's own update would,
+// so cycles see what they saw before. A turn is skipped while a cycle runs.
+func (s *Scheduler) refreshIdleSnapshot(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	t := time.NewTicker(idleSnapshotRefreshPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.cycleMu.TryLock() {
+			continue
+		}
+		// An inconsistent snapshot is logged and rebuilt by the update
+		// itself; the next cycle's update checks it again.
+		_ = s.cache.UpdateSnapshot(logger, s.picker.snapshot)
+		s.cycleMu.Unlock()
+	}
 }
 
 // requeueExpiredPod puts back a pod whose assumed binding expired, if the
