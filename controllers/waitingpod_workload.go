@@ -28,11 +28,12 @@ type WorkloadGroups interface {
 
 // showOnWorkloadGroup tells the PodGroup of rec's pod, and the Workload
 // the group names, that a member is held for approval, and the command
-// that decides the gang, once per hold: the pod's WaitingAtPermit event
-// is where a person looking at the pod learns it, this where one looking
-// at the Workload's objects does. The message names the group only, so
-// the members' events fold into one series. It runs off the scheduling
-// cycle, from the mirror's queue.
+// that decides the gang (qualified, so that a scheduler-plugins PodGroup
+// of the same name does not make it ambiguous), once per hold: the pod's
+// WaitingAtPermit event is where a person looking at the pod learns it,
+// this where one looking at the Workload's objects does. The message
+// names the group only, so the members' events fold into one series. It
+// runs off the scheduling cycle, from the mirror's queue.
 func (m *WaitingPodMirror) showOnWorkloadGroup(rec *record) {
 	if m.groups == nil || !rec.workloadGang || !approval.HeldByManualApproval(slices.Collect(maps.Keys(rec.deadlines))) {
 		return
@@ -45,7 +46,7 @@ func (m *WaitingPodMirror) showOnWorkloadGroup(rec *record) {
 	if pg == nil {
 		return
 	}
-	decide := fmt.Sprintf("kubectl approve podgroup/%s -n %s", pg.Name, pg.Namespace)
+	decide := fmt.Sprintf("kubectl approve %s -n %s", approval.DecideGroupAs(approval.WorkloadPodGroup(pg.Name)), pg.Namespace)
 	m.recorder.Eventf(pg, nil, corev1.EventTypeNormal, ReasonWaitingForApproval, "Hold",
 		"Members of PodGroup %s are held at Permit by %s: decide with %s", pg.Name, approval.ManualApproval, decide)
 	if wl != nil {

@@ -152,13 +152,20 @@ func TestDeliverApprovalToGangMember(t *testing.T) {
 }
 
 func TestDecideGroupAs(t *testing.T) {
-	for podGroup, want := range map[string]string{
-		"":                          "",
-		"train":                     "pg/train",
-		WorkloadPodGroup("trainer"): "podgroup/trainer",
-	} {
-		if got := DecideGroupAs(podGroup); got != want {
-			t.Errorf("DecideGroupAs(%q) = %q, want %q", podGroup, got, want)
-		}
+	tests := []struct {
+		name, podGroup, want string
+	}{
+		{name: "no group", podGroup: "", want: ""},
+		{name: "scheduler-plugins' PodGroup, by its short name", podGroup: "train", want: "pg/train"},
+		// podgroup/trainer is refused where scheduler-plugins has a
+		// PodGroup trainer too.
+		{name: "the Workload API's PodGroup, qualified", podGroup: WorkloadPodGroup("trainer"), want: "podgroup.scheduling.k8s.io/trainer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, DecideGroupAs(tc.podGroup)); diff != "" {
+				t.Errorf("DecideGroupAs(%q) (-want +got):\n%s", tc.podGroup, diff)
+			}
+		})
 	}
 }

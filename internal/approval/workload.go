@@ -34,13 +34,15 @@ func WorkloadPodGroupName(podGroup string) (string, bool) {
 
 // DecideGroupAs is how `kubectl approve` and `kubectl reject` are told to
 // decide every member of the group a WaitingPod's status.podGroup shows,
-// as kubectl users name each kind: podgroup/NAME for the Workload API's
-// (kubectl's plain resource name is the built-in kind), pg/NAME for
-// scheduler-plugins' (its CRD's short name, which only it has). "" when
-// podGroup shows no group.
+// in a form that names that kind whatever else exists:
+// podgroup.scheduling.k8s.io/NAME for the Workload API's, pg/NAME for
+// scheduler-plugins' (its CRD's short name, which only it has). The plain
+// podgroup/NAME would be refused as ambiguous where a PodGroup of each
+// kind has the name. "" when podGroup shows no group.
 func DecideGroupAs(podGroup string) string {
-	if name, ok := WorkloadPodGroupName(podGroup); ok {
-		return "podgroup/" + name
+	if _, ok := WorkloadPodGroupName(podGroup); ok {
+		// status.podGroup names the Workload API's PodGroup in that form.
+		return podGroup
 	}
 	if podGroup == "" {
 		return ""

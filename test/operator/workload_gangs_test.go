@@ -107,10 +107,10 @@ var _ = Describe("Workload-aware gangs held for approval", Ordered, func() {
 			}).Should(Succeed())
 			Eventually(waitingCondition(ns, name, schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
 			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(
-				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject podgroup/train")))
+				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject podgroup.scheduling.k8s.io/train")))
 		}
 
-		decide := fmt.Sprintf("kubectl approve podgroup/train -n %s", ns)
+		decide := fmt.Sprintf("kubectl approve podgroup.scheduling.k8s.io/train -n %s", ns)
 		Eventually(eventNotes("PodGroup", ns, "train", controllers.ReasonWaitingForApproval)).Should(ContainElement(ContainSubstring(decide)))
 		Eventually(eventNotes("Workload", ns, "train-job", controllers.ReasonWaitingForApproval)).Should(ContainElement(ContainSubstring(decide)))
 
@@ -138,6 +138,34 @@ var _ = Describe("Workload-aware gangs held for approval", Ordered, func() {
 		Expect(bindSpread(ns, "train")).To(BeNumerically("<", 900*time.Millisecond), "members of train were not bound together")
 		Consistently(boundPods(ns, "train-3"), "1s").Should(BeZero())
 		Expect(pendingPlugins(ns, "train-3")()).To(Equal([]string{"GangScheduling", "ManualApproval"}))
+	})
+
+	It("names the gang in its hints so that they decide it beside a scheduler-plugins PodGroup of the same name, once its WaitingPods show it", func() {
+		ns := gangNamespace()
+		podGroup(ns, "crew", 2, nil)
+		workloadGang(ns, "crew", "crew-job", 2)
+		names := []string{"crew-0", "crew-1"}
+		for i := range names {
+			createPod(workloadMember(ns, "crew", i, profile, pool))
+		}
+		const gang = "podgroup.scheduling.k8s.io/crew"
+		for _, name := range names {
+			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(
+				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject "+gang)))
+			// Read after the hint: the approval finds the member by it.
+			wp, err := getWaitingPod(ns, name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(wp.Status.PodGroup).To(Equal(gang))
+		}
+		Eventually(eventNotes("Workload", ns, "crew-job", controllers.ReasonWaitingForApproval)).Should(
+			ContainElement(HaveSuffix(fmt.Sprintf("decide with kubectl approve %s -n %s", gang, ns))))
+
+		r, err := kubectl.Run("approve", "podgroup/crew", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("podgroup/crew is ambiguous in namespace " + ns))
+		Expect(kubectlOK("approve", gang, "-n", ns)).To(ContainSubstring(gang + ": 2 of 2 members approved"))
+		Eventually(boundPods(ns, names...)).Should(Equal(2))
 	})
 
 	It("releases a held gang back to the queue when its Workload is deleted, and says why", func() {
