@@ -407,9 +407,11 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 	if !holding {
 		// The end of a wait is shown on the pod whether or not its
 		// WaitingPod is still there. A hold is shown only once its
-		// WaitingPod exists (below), so that the condition's "kubectl
-		// approve waitingpod/..." names an object a person can decide.
-		if err := m.showOnPod(ctx, key, rec); err != nil {
+		// WaitingPod shows what the hint on the pod names (below): the
+		// WaitingPod itself for "kubectl approve waitingpod/...", its
+		// status.podGroup, by which an approval finds a gang's members,
+		// for "kubectl approve pg/..." or "podgroup.scheduling.k8s.io/...".
+		if err := m.showOnPod(ctx, key, rec, ""); err != nil {
 			return err
 		}
 	}
@@ -449,6 +451,10 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 		}
 		wp = nil
 	}
+	group, err := m.podGroupOf(ctx, rec)
+	if err != nil {
+		return err
+	}
 	if wp == nil {
 		switch {
 		case rec.wpUID != "":
@@ -469,21 +475,26 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 			// the end of the wait) is written with it in one request.
 			m.wrote(key, rec, wp, nil)
 		}
-		if holding {
-			return m.showOnPod(ctx, key, rec)
+		// A gang member's hint waits for the status that shows its
+		// group, written once the informer shows the WaitingPod.
+		if holding && (group == "" || rec.written != nil && rec.written.PodGroup == group) {
+			return m.showOnPod(ctx, key, rec, group)
 		}
 		return nil
 	}
-	if holding {
-		if err := m.showOnPod(ctx, key, rec); err != nil {
-			return err
-		}
-	}
-
-	group, err := m.podGroupOf(ctx, rec)
-	if err != nil {
+	if err := m.showStatus(ctx, key, rec, wp, group); err != nil {
 		return err
 	}
+	if holding {
+		return m.showOnPod(ctx, key, rec, group)
+	}
+	return nil
+}
+
+// showStatus makes wp show the status rec gives, with group: it writes it
+// unless wp shows it already, or the last write did and the cache has yet
+// to show it.
+func (m *WaitingPodMirror) showStatus(ctx context.Context, key types.NamespacedName, rec *record, wp *schedulingv1alpha1.WaitingPod, group string) error {
 	want := desiredStatus(rec, group, m.devicesOf(ctx, rec), time.Now())
 	if rec.written != nil && equality.Semantic.DeepEqual(*rec.written, want) {
 		if stale, err := olderThan(wp.ResourceVersion, rec.writtenVersion); err != nil || stale {
@@ -511,8 +522,9 @@ func (m *WaitingPodMirror) sync(ctx context.Context, key types.NamespacedName) e
 // with server-side apply to the pod's status as a field manager of its
 // own, which owns that one condition: conditions on pods are a map keyed
 // by type, so no one else's is touched. A wait that ended before it was
-// shown is not written at all.
-func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedName, rec *record) error {
+// shown is not written at all. group is the group the WaitingPod shows,
+// which a hold's hint names.
+func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedName, rec *record, group string) error {
 	if rec.pod == nil || !rec.observed {
 		return nil
 	}
@@ -525,13 +537,6 @@ func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedNa
 	}
 	if rec.podShown == want {
 		return nil
-	}
-	group := ""
-	if want == podShownHeld {
-		var err error
-		if group, err = m.podGroupOf(ctx, rec); err != nil {
-			return err
-		}
 	}
 	cond, note := podCondition(rec, key.Name, group, time.Now())
 	apply := applycorev1.Pod(rec.pod.Name, rec.pod.Namespace).WithUID(rec.pod.UID).

@@ -28,6 +28,7 @@ import (
 	"github.com/schedprofiles/profile-scheduler/internal/approval"
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/coscheduling"
+	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/gangscheduling"
 	"github.com/schedprofiles/profile-scheduler/scheduler/plugins/manualapproval"
 )
 
@@ -43,6 +44,10 @@ type mirrorFixture struct {
 	creates   int
 	writes    int
 	podWrites int
+	// order names the writes in the order they were sent: create,
+	// status (the WaitingPod's) and pod (the pod's condition, with its
+	// message).
+	order []string
 }
 
 func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
@@ -56,19 +61,23 @@ func newMirrorFixture(t *testing.T, objs ...client.Object) *mirrorFixture {
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				f.creates++
+				f.order = append(f.order, "create")
 				// The fake API server leaves UIDs to the caller.
 				obj.SetUID(types.UID("wp-" + obj.GetName()))
 				return c.Create(ctx, obj, opts...)
 			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				f.writes++
+				f.order = append(f.order, "status")
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-				if _, ok := obj.(*applycorev1.PodApplyConfiguration); ok {
+				if pod, ok := obj.(*applycorev1.PodApplyConfiguration); ok {
 					f.podWrites++
+					f.order = append(f.order, "pod: "+ptr.Deref(pod.Status.Conditions[0].Message, ""))
 				} else {
 					f.writes++
+					f.order = append(f.order, "status")
 				}
 				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			},
@@ -526,6 +535,63 @@ func TestMirrorShowsLaterPodOfNameWithItsOwnGroup(t *testing.T) {
 	wp := f.get(t)
 	if wp.Spec.PodUID != later.UID || wp.Status.PodUID != later.UID || wp.Status.PodGroup != "b" || wp.Status.Message != "Coscheduling: 0/3 members assigned" {
 		t.Errorf("WaitingPod = %+v, %+v; want the later pod's, in group b", wp.Spec, wp.Status)
+	}
+}
+
+// gangSchedulingHolds are the pods, by UID, that an instance running
+// GangScheduling at Permit holds.
+type gangSchedulingHolds map[types.UID]bool
+
+func (h gangSchedulingHolds) WaitingPodRunsPermit(uid types.UID, plugin string) bool {
+	return plugin == gangscheduling.Name && h[uid]
+}
+
+// TestMirrorShowsTheHintOnceTheWaitingPodShowsWhatItNames checks that a
+// held pod's hint names only what its WaitingPod already shows: the
+// WaitingPod itself, created on the first turn, or the gang the approval
+// finds by status.podGroup, written on the next.
+func TestMirrorShowsTheHintOnceTheWaitingPodShowsWhatItNames(t *testing.T) {
+	workloadMember := trainPod("pod-uid")
+	workloadMember.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("train")}
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		holders PermitHolders
+		want    []string
+	}{{
+		name:    "a pod outside gangs",
+		pod:     trainPod("pod-uid"),
+		holders: coschedulingHolds{},
+		want:    []string{"create", "pod: decide with kubectl approve|reject waitingpod/train-0", "status"},
+	}, {
+		name:    "a member of scheduler-plugins' PodGroup",
+		pod:     gangPod("pod-uid", "train"),
+		holders: coschedulingHolds{"pod-uid": true},
+		want:    []string{"create", "status", "pod: decide the gang with kubectl approve|reject pg/train"},
+	}, {
+		name:    "a member of the Workload API's PodGroup",
+		pod:     workloadMember,
+		holders: gangSchedulingHolds{"pod-uid": true},
+		want:    []string{"create", "status", "pod: decide the gang with kubectl approve|reject podgroup.scheduling.k8s.io/train"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newMirrorFixture(t, namedPodGroup("train"))
+			f.mirror.holders = tc.holders
+			f.mirror.PodWaiting("gangs", held(tc.pod))
+			f.sync(t)
+			f.sync(t)
+			// What the hint says after the holding plugins and deadline.
+			for i, w := range f.order {
+				if _, hint, ok := strings.Cut(w, ": "); ok {
+					_, hint, _ = strings.Cut(hint, ": ")
+					f.order[i] = "pod: " + hint
+				}
+			}
+			if diff := cmp.Diff(tc.want, f.order); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
