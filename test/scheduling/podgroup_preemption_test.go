@@ -39,7 +39,7 @@ var _ = Describe("Pod-group preemption", func() {
 		}
 		fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true}))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(pluginNames(fwk.ListPlugins().PodGroupPostFilter.Enabled)).To(Equal([]string{"DefaultPreemption"}))
+		Expect(pluginNames(fwk.ListPlugins().PodGroupPostFilter.Enabled)).To(Equal([]string{"DynamicResources", "DefaultPreemption"}))
 		sched.Profiles().Publish(profileName, fwk)
 		DeferCleanup(func() { sched.Profiles().Remove(profileName, "spec ended") })
 	})
@@ -208,9 +208,10 @@ var _ = Describe("Pod-group preemption", func() {
 			HaveField("Type", schedulingv1beta1.PodGroupInitiallyScheduled),
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1beta1.PodGroupReasonUnschedulable),
-			// Without the lower-priority pods, two members fit and the
-			// third does not.
-			HaveField("Message", cannot+", pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"))))
+			// DynamicResources, first at podGroupPostFilter, had no claim
+			// to free; without the lower-priority pods, two members fit
+			// and the third does not.
+			HaveField("Message", cannot+", deallocation and deletion of ResourceClaims completed, pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"))))
 		Consistently(deleted(ctx, lows...)).WithTimeout(3 * time.Second).Should(BeEmpty())
 		Consistently(membersOf(ctx, members...)).WithTimeout(time.Second).Should(HaveEach(placement{}))
 	})

@@ -126,14 +126,15 @@ type dynamicResources struct {
 }
 
 var (
-	_ framework.PreEnqueuePlugin  = (*dynamicResources)(nil)
-	_ framework.PreFilterPlugin   = (*dynamicResources)(nil)
-	_ framework.FilterPlugin      = (*dynamicResources)(nil)
-	_ framework.PostFilterPlugin  = (*dynamicResources)(nil)
-	_ framework.ScorePlugin       = (*dynamicResources)(nil)
-	_ framework.ReservePlugin     = (*dynamicResources)(nil)
-	_ framework.PreBindPlugin     = (*dynamicResources)(nil)
-	_ framework.EnqueueExtensions = (*dynamicResources)(nil)
+	_ framework.PreEnqueuePlugin         = (*dynamicResources)(nil)
+	_ framework.PreFilterPlugin          = (*dynamicResources)(nil)
+	_ framework.FilterPlugin             = (*dynamicResources)(nil)
+	_ framework.PostFilterPlugin         = (*dynamicResources)(nil)
+	_ framework.PodGroupPostFilterPlugin = (*dynamicResources)(nil)
+	_ framework.ScorePlugin              = (*dynamicResources)(nil)
+	_ framework.ReservePlugin            = (*dynamicResources)(nil)
+	_ framework.PreBindPlugin            = (*dynamicResources)(nil)
+	_ framework.EnqueueExtensions        = (*dynamicResources)(nil)
 )
 
 // New builds the plugin from *configv1.DynamicResourcesArgs, defaulted by
@@ -222,6 +223,16 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 	// extension points; it is filled below if we get that far.
 	s := &stateData{nodeAllocations: make(map[string]nodeAllocation)}
 	state.Write(stateKey, s)
+
+	// In a pod-group cycle, the group's state keeps each pod's, for
+	// PodGroupPostFilter.
+	podGroupState, err := getOrCreatePodGroupStateData(state)
+	if err != nil {
+		return nil, statusError(logger, err)
+	}
+	if podGroupState != nil {
+		podGroupState.podsStateData[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = s
+	}
 
 	userClaims, err := pl.podResourceClaims(pod)
 	if err != nil {
@@ -499,6 +510,16 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
 
+	return nil, pl.deallocateOrDeletePodClaims(ctx, pod, state)
+}
+
+// deallocateOrDeletePodClaims deallocates one of the pod's claims that
+// were unavailable on some node and that no other pod uses, or else
+// deletes the special claim of a previous cycle. PodGroupPostFilter runs
+// it for each pod of a group.
+func (pl *dynamicResources) deallocateOrDeletePodClaims(ctx context.Context, pod *v1.Pod, state *stateData) *framework.Status {
+	logger := klog.FromContext(ctx)
+
 	// Iterating over a map is random. This is intentional here, we want to
 	// pick one claim randomly because there is no better heuristic.
 	extendedResourceClaim := state.claims.extendedResourceClaim()
@@ -518,20 +539,20 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 			claim.Status.Devices = nil
 			logger.V(5).Info("Deallocation of ResourceClaim", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
 			if _, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-				return nil, statusError(logger, err)
+				return statusError(logger, err)
 			}
-			return nil, framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
+			return framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
 		}
 	}
 	// A special claim from a previous cycle, which Filter refused: delete
 	// it so that the next attempt starts anew.
 	if extendedResourceClaim != nil && !isSpecialClaimName(extendedResourceClaim.Name) {
 		if err := pl.deleteClaim(ctx, extendedResourceClaim.DeepCopy()); err != nil {
-			return nil, statusError(logger, err)
+			return statusError(logger, err)
 		}
-		return nil, framework.NewStatus(framework.Unschedulable, "deletion of ResourceClaim completed")
+		return framework.NewStatus(framework.Unschedulable, "deletion of ResourceClaim completed")
 	}
-	return nil, framework.NewStatus(framework.Unschedulable)
+	return framework.NewStatus(framework.Unschedulable)
 }
 
 // Score favours nodes where the claims' prioritized lists (firstAvailable)
