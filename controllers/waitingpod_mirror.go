@@ -526,7 +526,14 @@ func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedNa
 	if rec.podShown == want {
 		return nil
 	}
-	cond, note := podCondition(rec, key.Name, time.Now())
+	group := ""
+	if want == podShownHeld {
+		var err error
+		if group, err = m.podGroupOf(ctx, rec); err != nil {
+			return err
+		}
+	}
+	cond, note := podCondition(rec, key.Name, group, time.Now())
 	apply := applycorev1.Pod(rec.pod.Name, rec.pod.Namespace).WithUID(rec.pod.UID).
 		WithStatus(applycorev1.PodStatus().WithConditions(cond))
 	err := m.client.Status().Apply(ctx, apply, client.FieldOwner(podConditionFieldManager), client.ForceOwnership)
@@ -553,8 +560,10 @@ func (m *WaitingPodMirror) showOnPod(ctx context.Context, key types.NamespacedNa
 // podCondition is the WaitingAtPermit condition rec gives the pod of the
 // WaitingPod name, and the note of its event: while held, which plugins
 // hold it, until when at most (the earliest deadline: the first plugin to
-// time out rejects the pod) and where to decide; once the wait ended, how.
-func podCondition(rec *record, name string, now time.Time) (*applycorev1.PodConditionApplyConfiguration, string) {
+// time out rejects the pod) and where to decide (a gang's member, of group
+// as status.podGroup shows it, with its whole gang); once the wait ended,
+// how.
+func podCondition(rec *record, name, group string, now time.Time) (*applycorev1.PodConditionApplyConfiguration, string) {
 	cond := applycorev1.PodCondition().WithType(schedulingv1alpha1.PodWaitingAtPermit).
 		WithLastTransitionTime(metav1.NewTime(now.Truncate(time.Second)))
 	if !rec.resolved {
@@ -566,7 +575,11 @@ func podCondition(rec *record, name string, now time.Time) (*applycorev1.PodCond
 			}
 		}
 		where := "see kubectl get waitingpod/" + name
-		if approval.HeldByManualApproval(pending) {
+		switch gang := approval.DecideGroupAs(group); {
+		case !approval.HeldByManualApproval(pending):
+		case gang != "":
+			where = "decide the gang with kubectl approve|reject " + gang
+		default:
 			where = "decide with kubectl approve|reject waitingpod/" + name
 		}
 		note := fmt.Sprintf("Held at Permit by %s until %s: %s", strings.Join(pending, ", "), until.UTC().Truncate(time.Second).Format(time.RFC3339), where)
@@ -791,6 +804,11 @@ func setObservedStatus(st *schedulingv1alpha1.WaitingPodStatus, rec *record, gro
 	st.Profile = rec.profile
 	st.PodGroup = group
 	st.NodeName = rec.node
+	if rec.resolved && rec.resolution != framework.PermitAllowed {
+		// Rejected or timed out, the pod is pending again: nothing is
+		// reserved for it on that node any more.
+		st.NodeName = ""
+	}
 	st.Claims = held.claims
 	st.ExtendedResourceDevices = held.extended
 	st.PendingPlugins = nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,12 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/internal/coalesce"
 )
 
 // podGroupConditionUpdate is the condition the scheduler wants on a
@@ -38,77 +35,69 @@ type podGroupStatusUpdater struct {
 	client clientset.Interface
 	// podGroups is the cache's view of PodGroups, nil without one.
 	podGroups framework.PodGroupLister
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
-
-	mu      sync.Mutex
-	pending map[types.NamespacedName]podGroupConditionUpdate
+	writer    *coalesce.Writer[types.NamespacedName, podGroupConditionUpdate]
 }
 
 func newPodGroupStatusUpdater(client clientset.Interface, podGroups framework.PodGroupLister) *podGroupStatusUpdater {
-	return &podGroupStatusUpdater{
-		client:    client,
-		podGroups: podGroups,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "podgroup-status"}),
-		pending: make(map[types.NamespacedName]podGroupConditionUpdate),
+	u := &podGroupStatusUpdater{client: client, podGroups: podGroups}
+	u.writer = coalesce.New(coalesce.Config[types.NamespacedName, podGroupConditionUpdate]{
+		Name:    "podgroup-status",
+		Workers: 1,
+		Write:   u.send,
+		Merge:   keepTransitionTime,
+		Failed: func(ctx context.Context, key types.NamespacedName, err error) {
+			klog.FromContext(ctx).Error(err, "Failed to update PodGroup status", "podGroup", klog.KRef(key.Namespace, key.Name))
+		},
+	})
+	return u
+}
+
+// keepTransitionTime replaces a condition not yet sent by a newer one,
+// keeping the older lastTransitionTime when the status of the same
+// PodGroup object did not change.
+func keepTransitionTime(newer, older podGroupConditionUpdate) podGroupConditionUpdate {
+	if older.podGroup.UID == newer.podGroup.UID && older.condition.Status == newer.condition.Status {
+		c := *newer.condition
+		c.LastTransitionTime = older.condition.LastTransitionTime
+		newer.condition = &c
 	}
+	return newer
 }
 
 // update asks for condition on pg. It never blocks on the API.
+//
+// Upstream patches each condition from the scheduling loop as the cycle
+// ends. Here a condition still pending when the next one for the same
+// PodGroup comes is replaced, and each is compared again, when sent, with
+// the PodGroup as the cache has it then. The status a user finds is the
+// same: the condition is upstream's last one, and its lastTransitionTime
+// is stamped here, when the cycle asks, and kept from the replaced
+// condition when the status did not change, as upstream's first patch
+// would have set it and its second kept it. What is saved: patches that
+// would change nothing (upstream sends them when its snapshot has not yet
+// seen its own previous patch), and a condition replaced before it was
+// sent (a retry of the group can come sooner than the patch only while
+// the API server is slow), which a watcher of the PodGroup does not see.
+// Being off the loop, the patch can come after the group's pods are bound,
+// where upstream's comes before the next cycle starts.
 func (u *podGroupStatusUpdater) update(pg *schedulingv1beta1.PodGroup, condition *metav1.Condition) {
-	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	u.mu.Lock()
-	u.pending[key] = podGroupConditionUpdate{podGroup: pg, condition: condition}
-	u.mu.Unlock()
-	u.queue.Add(key)
+	c := *condition
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
+	u.writer.Add(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name},
+		podGroupConditionUpdate{podGroup: pg, condition: &c})
 }
 
 // run sends updates until ctx ends; those still pending then are dropped
 // (the next leader's cycles ask for them again).
 func (u *podGroupStatusUpdater) run(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		u.queue.ShutDown()
-	}()
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for u.processNext(ctx) {
-		}
-	}, time.Second)
-}
-
-func (u *podGroupStatusUpdater) processNext(ctx context.Context) bool {
-	key, quit := u.queue.Get()
-	if quit {
-		return false
-	}
-	defer u.queue.Done(key)
-	u.mu.Lock()
-	upd, ok := u.pending[key]
-	delete(u.pending, key)
-	u.mu.Unlock()
-	if !ok {
-		u.queue.Forget(key)
-		return true
-	}
-	err := u.send(ctx, upd)
-	if err == nil || ctx.Err() != nil {
-		u.queue.Forget(key)
-		return ctx.Err() == nil
-	}
-	klog.FromContext(ctx).Error(err, "Failed to update PodGroup status", "podGroup", klog.KRef(key.Namespace, key.Name))
-	u.mu.Lock()
-	if _, newer := u.pending[key]; !newer {
-		u.pending[key] = upd
-	}
-	u.mu.Unlock()
-	u.queue.AddRateLimited(key)
-	return true
+	u.writer.Run(ctx)
 }
 
 // send patches the condition onto the PodGroup, unless the cache's newer
 // version shows it recreated, already scheduled or already saying so.
-func (u *podGroupStatusUpdater) send(ctx context.Context, upd podGroupConditionUpdate) error {
+func (u *podGroupStatusUpdater) send(ctx context.Context, _ types.NamespacedName, upd podGroupConditionUpdate) error {
 	pg := upd.podGroup
 	if u.podGroups != nil {
 		latest, err := u.podGroups.Get(pg.Namespace, pg.Name)

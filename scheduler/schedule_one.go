@@ -569,6 +569,7 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 		s.status.update(assumedPod, nil, &framework.NominatingInfo{NominatingMode: framework.ModeOverride, NominatedNodeName: host})
 	}
 
+	s.releaseIfHeldOtherWay(logger, fwk, assumedPod)
 	if st := fwk.WaitOnPermit(ctx, assumedPod); !st.IsSuccess() {
 		if st.IsRejected() {
 			fitErr := &framework.FitError{

@@ -502,6 +502,7 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 	isNew := !s.queue.HasProfile(name)
 	s.queue.SetProfile(s.profileCtx, fwk)
 	if !isNew {
+		s.releaseHeldOtherWay(logger, name, fwk)
 		logger.V(2).Info("Profile instance replaced")
 		return
 	}
@@ -532,6 +533,64 @@ func (s *Scheduler) onProfileChange(name string, fwk framework.Framework) {
 		s.queue.MoveAllToActiveOrBackoffQueue(logger, queue.EventUnscheduledPodAdd, nil, pod, nil)
 	}
 	logger.V(2).Info("Profile added to the scheduling queue", "pendingPods", n)
+}
+
+// releaseHeldOtherWay rejects back to the queue the pod group members that
+// the previous instances of a profile hold at Permit when the profile
+// became, or stopped being, workload-aware with fwk. SetProfile queues the
+// pending members the new way; the held ones would otherwise still be let
+// go the old way: one by one, each on its own approval, into what is now
+// a gang, or held by GangScheduling for a quorum the profile no longer
+// asks for, until its timeout. Other held pods stay held.
+//
+// A cycle that took the previous instance before the change and reaches
+// Permit after this ran is caught by releaseIfHeldOtherWay.
+func (s *Scheduler) releaseHeldOtherWay(logger klog.Logger, name string, fwk framework.Framework) {
+	msg := heldOtherWayMessage(name, fwk)
+	s.profiles.WaitingInRetiring(name, func(old framework.Framework, wp framework.WaitingPod) {
+		if old.WorkloadAware() == fwk.WorkloadAware() {
+			return
+		}
+		if _, ok := framework.PodGroupNameOf(wp.GetPod()); !ok {
+			return
+		}
+		if wp.Reject("", msg) {
+			logger.V(2).Info("Released a held pod group member back to the queue", "pod", klog.KObj(wp.GetPod()))
+		}
+	})
+}
+
+// releaseIfHeldOtherWay rejects pod, about to wait at Permit in fwk, when
+// it is a pod group member and the instance now serving its profile
+// schedules pod groups the other way: its cycle took fwk before the change
+// was published, and reached Permit after releaseHeldOtherWay looked at
+// fwk's waiting pods. The pod joins the waiting pods before this runs and
+// the new instance is published before releaseHeldOtherWay runs, so one of
+// the two sees it.
+func (s *Scheduler) releaseIfHeldOtherWay(logger klog.Logger, fwk framework.Framework, pod *v1.Pod) {
+	if _, ok := framework.PodGroupNameOf(pod); !ok {
+		return
+	}
+	wp := fwk.GetWaitingPod(pod.UID)
+	if wp == nil {
+		return
+	}
+	cur := s.profiles.Get(fwk.ProfileName())
+	if cur == nil || cur == fwk || cur.WorkloadAware() == fwk.WorkloadAware() {
+		return
+	}
+	if wp.Reject("", heldOtherWayMessage(fwk.ProfileName(), cur)) {
+		logger.V(2).Info("Released a held pod group member back to the queue", "pod", klog.KObj(pod))
+	}
+}
+
+// heldOtherWayMessage is why a held member is released when profile name
+// changes to fwk.
+func heldOtherWayMessage(name string, fwk framework.Framework) string {
+	if fwk.WorkloadAware() {
+		return fmt.Sprintf("profile %s started scheduling pod groups as a unit while the pod was held at Permit", name)
+	}
+	return fmt.Sprintf("profile %s stopped scheduling pod groups as a unit while the pod was held at Permit", name)
 }
 
 // Start runs the scheduling loop until ctx ends: it starts the informers

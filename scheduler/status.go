@@ -4,21 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
+	"github.com/schedprofiles/profile-scheduler/scheduler/internal/coalesce"
 	"github.com/schedprofiles/profile-scheduler/scheduler/internal/podutil"
 )
 
@@ -57,87 +54,34 @@ func (u statusUpdate) over(older statusUpdate) statusUpdate {
 type statusUpdater struct {
 	client    clientset.Interface
 	podLister listersv1.PodLister
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
-
-	// mu guards pending, the latest update wanted per pod. A key is in
-	// queue whenever it is in pending.
-	mu      sync.Mutex
-	pending map[types.NamespacedName]statusUpdate
+	writer    *coalesce.Writer[types.NamespacedName, statusUpdate]
 }
 
 func newStatusUpdater(client clientset.Interface, podLister listersv1.PodLister) *statusUpdater {
-	return &statusUpdater{
-		client:    client,
-		podLister: podLister,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "pod-status"}),
-		pending: make(map[types.NamespacedName]statusUpdate),
-	}
+	u := &statusUpdater{client: client, podLister: podLister}
+	u.writer = coalesce.New(coalesce.Config[types.NamespacedName, statusUpdate]{
+		Name:    "pod-status",
+		Workers: statusWorkers,
+		Write:   u.send,
+		Merge:   statusUpdate.over,
+		Failed: func(ctx context.Context, key types.NamespacedName, err error) {
+			klog.FromContext(ctx).V(2).Info("Updating pod status failed; will retry", "pod", klog.KRef(key.Namespace, key.Name), "err", err)
+		},
+	})
+	return u
 }
 
 // update asks for pod's status to carry condition and, with ModeOverride,
 // the nominated node. It never blocks on the API.
 func (u *statusUpdater) update(pod *v1.Pod, condition *v1.PodCondition, ni *framework.NominatingInfo) {
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	u.mu.Lock()
-	u.pending[key] = statusUpdate{uid: pod.UID, condition: condition, nominatingInfo: ni}.over(u.pending[key])
-	u.mu.Unlock()
-	u.queue.Add(key)
+	u.writer.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		statusUpdate{uid: pod.UID, condition: condition, nominatingInfo: ni})
 }
 
 // run sends updates until ctx ends; updates still pending then are
 // dropped (the next leader recomputes them).
 func (u *statusUpdater) run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for i := 0; i < statusWorkers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for u.processNext(ctx) {
-				}
-			}, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	u.queue.ShutDown()
-	wg.Wait()
-}
-
-func (u *statusUpdater) processNext(ctx context.Context) bool {
-	key, quit := u.queue.Get()
-	if quit {
-		return false
-	}
-	defer u.queue.Done(key)
-	u.mu.Lock()
-	upd, ok := u.pending[key]
-	delete(u.pending, key)
-	u.mu.Unlock()
-	if !ok {
-		u.queue.Forget(key)
-		return true
-	}
-	err := u.send(ctx, key, upd)
-	if err == nil {
-		u.queue.Forget(key)
-		return true
-	}
-	logger := klog.FromContext(ctx)
-	if ctx.Err() != nil {
-		return false
-	}
-	logger.V(2).Info("Updating pod status failed; will retry", "pod", klog.KRef(key.Namespace, key.Name), "err", err)
-	u.mu.Lock()
-	if newer, ok := u.pending[key]; ok {
-		u.pending[key] = newer.over(upd)
-	} else {
-		u.pending[key] = upd
-	}
-	u.mu.Unlock()
-	u.queue.AddRateLimited(key)
-	return true
+	u.writer.Run(ctx)
 }
 
 // send patches the status if it differs from what is wanted. The patch

@@ -121,7 +121,10 @@ type WaitingPodStatus struct {
 	// exists. A label on a pod of any other profile makes it no member.
 	// +optional
 	PodGroup string `json:"podGroup,omitempty"`
-	// NodeName is the node whose resources are reserved for the pod.
+	// NodeName is the node whose resources are reserved for the pod while
+	// it is held, and where it goes on to bind once every Permit plugin
+	// allowed it. It is cleared when the pod is rejected or its wait
+	// expires: the pod is pending again and holds nothing there.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 	// PendingPlugins are the Permit plugins that still hold the pod.

@@ -45,6 +45,23 @@ func OtherPlugins(pending []string) []string {
 	return others
 }
 
+// AfterApproval splits the Permit plugins other than ManualApproval in
+// pending: gangs are those that hold a gang's members until the gang is
+// complete and then release them together (Coscheduling, GangScheduling),
+// so an approved member goes on with its gang without anyone's doing;
+// others are the rest, whose holds an approval does not end and that
+// nothing here says will ever end.
+func AfterApproval(pending []string) (gangs, others []string) {
+	for _, name := range OtherPlugins(pending) {
+		if name == Coscheduling || name == GangScheduling {
+			gangs = append(gangs, name)
+		} else {
+			others = append(others, name)
+		}
+	}
+	return gangs, others
+}
+
 // HeldByManualApproval reports whether ManualApproval is among the pending
 // Permit plugins: only then can a decision release the pod.
 func HeldByManualApproval(pending []string) bool {
@@ -294,8 +311,15 @@ func Deliver(spec *schedulingv1alpha1.WaitingPodSpec, hold *Hold) Delivery {
 				Decided(spec.Decision), spec.DecidedBy, strings.Join(others, ", "), ManualApproval)}
 	case spec.Decision == schedulingv1alpha1.DecisionApprove:
 		msg := fmt.Sprintf("Approved by %s; the pod proceeds to binding on %s", spec.DecidedBy, hold.Node)
-		if len(others) > 0 {
-			msg = fmt.Sprintf("Approved by %s; the pod is still held on %s by %s, which an approval does not release", spec.DecidedBy, hold.Node, strings.Join(others, ", "))
+		gangs, rest := AfterApproval(hold.Pending)
+		switch {
+		case len(rest) > 0:
+			msg = fmt.Sprintf("Approved by %s; the pod is still held on %s by %s, which an approval does not release", spec.DecidedBy, hold.Node, strings.Join(rest, ", "))
+			if len(gangs) > 0 {
+				msg += fmt.Sprintf(", and by %s until its group is complete", strings.Join(gangs, ", "))
+			}
+		case len(gangs) > 0:
+			msg = fmt.Sprintf("Approved by %s; %s releases the pod to binding on %s once its group is complete", spec.DecidedBy, strings.Join(gangs, ", "), hold.Node)
 		}
 		return Delivery{Action: Allow, Reason: ReasonDelivered, Message: msg}
 	default:

@@ -114,3 +114,51 @@ func TestNotMember(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliverApprovalToGangMember(t *testing.T) {
+	spec := &schedulingv1alpha1.WaitingPodSpec{Decision: schedulingv1alpha1.DecisionApprove, DecidedBy: "alice"}
+	for _, tc := range []struct {
+		name    string
+		pending []string
+		want    string
+	}{{
+		name:    "ManualApproval alone",
+		pending: []string{ManualApproval},
+		want:    "Approved by alice; the pod proceeds to binding on node-1",
+	}, {
+		name:    "and its gang",
+		pending: []string{Coscheduling, ManualApproval},
+		want:    "Approved by alice; Coscheduling releases the pod to binding on node-1 once its group is complete",
+	}, {
+		name:    "and a Workload API gang",
+		pending: []string{ManualApproval, GangScheduling},
+		want:    "Approved by alice; GangScheduling releases the pod to binding on node-1 once its group is complete",
+	}, {
+		name:    "and another plugin",
+		pending: []string{"Quota", ManualApproval},
+		want:    "Approved by alice; the pod is still held on node-1 by Quota, which an approval does not release",
+	}, {
+		name:    "and its gang and another plugin",
+		pending: []string{Coscheduling, "Quota", ManualApproval},
+		want:    "Approved by alice; the pod is still held on node-1 by Quota, which an approval does not release, and by Coscheduling until its group is complete",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Deliver(spec, &Hold{Pending: tc.pending, Node: "node-1"})
+			if diff := cmp.Diff(Delivery{Action: Allow, Reason: ReasonDelivered, Message: tc.want}, got); diff != "" {
+				t.Errorf("Deliver (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideGroupAs(t *testing.T) {
+	for podGroup, want := range map[string]string{
+		"":                          "",
+		"train":                     "pg/train",
+		WorkloadPodGroup("trainer"): "podgroup/trainer",
+	} {
+		if got := DecideGroupAs(podGroup); got != want {
+			t.Errorf("DecideGroupAs(%q) = %q, want %q", podGroup, got, want)
+		}
+	}
+}

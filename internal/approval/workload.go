@@ -32,6 +32,22 @@ func WorkloadPodGroupName(podGroup string) (string, bool) {
 	return strings.CutPrefix(podGroup, WorkloadPodGroupPrefix)
 }
 
+// DecideGroupAs is how `kubectl approve` and `kubectl reject` are told to
+// decide every member of the group a WaitingPod's status.podGroup shows,
+// as kubectl users name each kind: podgroup/NAME for the Workload API's
+// (kubectl's plain resource name is the built-in kind), pg/NAME for
+// scheduler-plugins' (its CRD's short name, which only it has). "" when
+// podGroup shows no group.
+func DecideGroupAs(podGroup string) string {
+	if name, ok := WorkloadPodGroupName(podGroup); ok {
+		return "podgroup/" + name
+	}
+	if podGroup == "" {
+		return ""
+	}
+	return "pg/" + podGroup
+}
+
 // PodGroupNameOf is the scheduling.k8s.io PodGroup pod belongs to, from
 // its spec.schedulingGroup, as kube-scheduler reads it; "" when it names
 // none.

@@ -143,6 +143,16 @@ type Metrics struct {
 	PreemptionAttempts prometheus.Counter
 	// PreemptionVictims is scheduler_preemption_victims.
 	PreemptionVictims prometheus.Histogram
+	// WorkloadPreemptionAttempts is scheduler_workload_preemption_attempts_total{result},
+	// counted once per run of DefaultPreemption's PodGroupPostFilter.
+	WorkloadPreemptionAttempts *prometheus.CounterVec
+	// WorkloadPreemptionVictims is scheduler_workload_preemption_victims,
+	// the victims chosen per pod-group preemption. Upstream's histogram
+	// has no labels and is registered only with the GenericWorkload gate;
+	// here it is a vector without labels, as
+	// PodGroupSchedulingAlgorithmLatency, so that it is exported from the
+	// first pod-group preemption on.
+	WorkloadPreemptionVictims *prometheus.HistogramVec
 	// PreemptionGoroutinesDuration is scheduler_preemption_goroutines_duration_seconds{result},
 	// deprecated upstream since 1.37.0 in favour of PreemptionExecutionDuration.
 	PreemptionGoroutinesDuration *prometheus.HistogramVec
@@ -353,6 +363,18 @@ func NewUnregistered() *Metrics {
 			// More than 64 victims is rare enough for one [64, +Inf) bucket.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
 		}),
+		WorkloadPreemptionAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: Subsystem,
+			Name:      "workload_preemption_attempts_total",
+			Help:      "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+		}, []string{"result"}),
+		WorkloadPreemptionVictims: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: Subsystem,
+			Name:      "workload_preemption_victims",
+			Help:      "Number of pod preemption victims caused by workload preemption.",
+			// Start with 1 with the last bucket being [1024, Inf).
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}, nil),
 		PreemptionGoroutinesDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: Subsystem,
 			Name:      "preemption_goroutines_duration_seconds",
@@ -424,7 +446,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.FrameworkExtensionPointDuration, m.PluginExecutionDuration, m.PermitWaitDuration,
 		m.BatchAttempts, m.BatchCacheFlushed, m.BatchRescoreAttempts, m.BatchRescoreDuration,
 		m.GetNodeHintDuration, m.StoreScheduleResultsDuration,
-		m.PreemptionAttempts, m.PreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
+		m.PreemptionAttempts, m.PreemptionVictims, m.WorkloadPreemptionAttempts, m.WorkloadPreemptionVictims, m.PreemptionGoroutinesDuration, m.PreemptionGoroutinesExecutionTotal,
 		m.PreemptionEvaluationDuration, m.PreemptionExecutionDuration, m.PreemptionPDBViolations,
 		m.ResourceClaimCreates,
 		m.DRABindingConditionsAllocations, m.DRABindingConditionsWaitDuration,

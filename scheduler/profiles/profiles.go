@@ -257,6 +257,34 @@ func (s *Set) WaitingPodRunsPermit(uid types.UID, plugin string) bool {
 	return holder != nil && slices.Contains(holder.permit(), plugin)
 }
 
+// WaitingInRetiring calls fn for each pod waiting at Permit in an instance
+// that served name and was replaced or removed but is still in use, with
+// that instance. fn runs without the set's locks and may reject the pod;
+// subscribers may call it.
+func (s *Set) WaitingInRetiring(name string, fn func(fwk framework.Framework, wp framework.WaitingPod)) {
+	s.mu.RLock()
+	var instances []*instance
+	for inst, n := range s.retiring {
+		if n == name {
+			instances = append(instances, inst)
+		}
+	}
+	s.mu.RUnlock()
+	// Collected before fn runs, as in Remove: a rejected pod's binding
+	// cycle removes it from its instance under the lock the iteration holds.
+	type waiting struct {
+		fwk framework.Framework
+		wp  framework.WaitingPod
+	}
+	var pods []waiting
+	for _, inst := range instances {
+		inst.fwk.IterateOverWaitingPods(func(wp framework.WaitingPod) { pods = append(pods, waiting{inst.fwk, wp}) })
+	}
+	for _, w := range pods {
+		fn(w.fwk, w.wp)
+	}
+}
+
 // Retiring returns how many replaced or removed instances are still in use.
 func (s *Set) Retiring() int {
 	s.mu.RLock()

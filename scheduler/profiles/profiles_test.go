@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -273,5 +274,36 @@ func TestWaitingPodRunsPermitAsksTheInstanceHoldingThePod(t *testing.T) {
 		if got := s.WaitingPodRunsPermit(tc.uid, tc.plugin); got != tc.want {
 			t.Errorf("WaitingPodRunsPermit(%s, %s) = %v, want %v", tc.uid, tc.plugin, got, tc.want)
 		}
+	}
+}
+
+// TestWaitingInRetiring: only the pods of name's replaced instances still
+// in use are visited, each with its instance, and fn may reject them.
+func TestWaitingInRetiring(t *testing.T) {
+	s := NewSet(klog.Background())
+	s.Publish("q", &fakeFramework{waiting: []*fakeWaitingPod{{uid: "other"}}})
+	var instances []*fakeFramework
+	for i := 1; i <= 3; i++ {
+		fwk := &fakeFramework{waiting: []*fakeWaitingPod{{uid: types.UID(fmt.Sprintf("g%d", i))}}}
+		instances = append(instances, fwk)
+		s.Publish("p", fwk)
+		if i < 3 {
+			// Generation 1's last cycle ends below; generation 2's holds it.
+			ref, _ := s.Acquire("p")
+			if i == 1 {
+				ref.Release()
+			}
+		}
+	}
+	got := map[types.UID]int{}
+	s.WaitingInRetiring("p", func(fwk framework.Framework, wp framework.WaitingPod) {
+		got[wp.(*fakeWaitingPod).uid] = slices.Index(instances, fwk.(*fakeFramework)) + 1
+		wp.Reject("", "released")
+	})
+	if diff := cmp.Diff(map[types.UID]int{"g2": 2}, got); diff != "" {
+		t.Errorf("visited pods and their generation (-want +got):\n%s", diff)
+	}
+	if r := instances[1].waiting[0].rejected; r != "released" {
+		t.Errorf("g2 rejected with %q, want released", r)
 	}
 }

@@ -38,6 +38,52 @@ func newWorkloadQueue(t *testing.T, clk *clocktesting.FakeClock, opts []Option, 
 	return q, logger
 }
 
+// newGroupQueue is newWorkloadQueue on a fake clock with one profile, the
+// workload-aware wl, running PrioritySort and plugins.
+func newGroupQueue(t *testing.T, opts []Option, plugins ...framework.Plugin) (*PriorityQueue, *clocktesting.FakeClock, klog.Logger) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	q, logger := newWorkloadQueue(t, clk, opts, newProfile(t, wl, prioritySort{}, plugins...))
+	return q, clk, logger
+}
+
+// queueGroup has q observe the PodGroup pg, unless initial is
+// "incomplete", queues pods, and takes their group where initial says:
+// "popped" (being scheduled), "backoff" (rejected by Fit once) or
+// "unschedulable" (rejected by Fit, then in the pool); otherwise it stays
+// queued.
+func queueGroup(t *testing.T, q *PriorityQueue, logger klog.Logger, initial string, pods ...*v1.Pod) {
+	t.Helper()
+	if initial != "incomplete" {
+		q.AddPodGroup(logger, podGroup(pg, 0))
+	}
+	for _, p := range pods {
+		q.Add(logger, p)
+	}
+	switch initial {
+	case "popped":
+		popGroup(t, q, logger)
+	case "backoff":
+		// As upstream, a rejected group backs off: it does not wait in
+		// the pool for an event.
+		failGroup(t, q, logger, rejected(), "Fit")
+	case "unschedulable":
+		failGroup(t, q, logger, rejected(), "Fit")
+		toPool(q, pg)
+	}
+}
+
+// checkGroup compares where q holds the group pg and q's summary with
+// what is wanted.
+func checkGroup(t *testing.T, q *PriorityQueue, want groupState, wantSum Summary) {
+	t.Helper()
+	if diff := cmp.Diff(want, groupOf(q, pg)); diff != "" {
+		t.Errorf("group (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSum, q.Summary()); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
 // member returns a pod of profile named name in pod group group of ns.
 func member(name, profile, group string) *st.PodWrapper {
 	w := pod(name, profile).Namespace(ns).UID(name)
@@ -149,11 +195,11 @@ func TestAddPodGroupMember(t *testing.T) {
 		// initial is the group's state before the pod comes: "" (no
 		// member queued), "popped", "active", "backoff", "unschedulable",
 		// or "incomplete" (no PodGroup observed).
-		initial    string
-		initialPod *v1.Pod
-		incoming   *v1.Pod
-		want       groupState
-		wantSum    Summary
+		initial     string
+		initialPods []*v1.Pod
+		incoming    *v1.Pod
+		want        groupState
+		wantSum     Summary
 	}{
 		{
 			name:     "first member added (ungated), creates new pod group in activeQ",
@@ -168,76 +214,76 @@ func TestAddPodGroupMember(t *testing.T) {
 			wantSum:  Summary{Gated: 1},
 		},
 		{
-			name:       "matching pod group is currently in flight (last popped), pod (ungated) goes to pendingPodGroupPods",
-			initial:    "popped",
-			initialPod: p1,
-			incoming:   p2,
-			wantSum:    Summary{InFlight: 1, PendingPodGroupPods: 1},
+			name:        "matching pod group is currently in flight (last popped), pod (ungated) goes to pendingPodGroupPods",
+			initial:     "popped",
+			initialPods: []*v1.Pod{p1},
+			incoming:    p2,
+			wantSum:     Summary{InFlight: 1, PendingPodGroupPods: 1},
 		},
 		{
-			name:       "matching pod group is currently in flight (last popped), pod (gated) goes to pendingPodGroupPods",
-			initial:    "popped",
-			initialPod: p1,
-			incoming:   gatedP2,
-			wantSum:    Summary{InFlight: 1, PendingPodGroupPods: 1},
+			name:        "matching pod group is currently in flight (last popped), pod (gated) goes to pendingPodGroupPods",
+			initial:     "popped",
+			initialPods: []*v1.Pod{p1},
+			incoming:    gatedP2,
+			wantSum:     Summary{InFlight: 1, PendingPodGroupPods: 1},
 		},
 		{
-			name:       "existing pod group in activeQ (ungated addition), stays in activeQ",
-			initial:    "active",
-			initialPod: p1,
-			incoming:   p2,
-			want:       groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Active: 2},
+			name:        "existing pod group in activeQ (ungated addition), stays in activeQ",
+			initial:     "active",
+			initialPods: []*v1.Pod{p1},
+			incoming:    p2,
+			want:        groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Active: 2},
 		},
 		{
-			name:       "existing pod group in activeQ (gated addition), becomes gated and moves to unschedulableEntities",
-			initial:    "active",
-			initialPod: p1,
-			incoming:   gatedP2,
-			want:       groupState{Queue: unschedulableQ, Gated: true, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Gated: 2},
+			name:        "existing pod group in activeQ (gated addition), becomes gated and moves to unschedulableEntities",
+			initial:     "active",
+			initialPods: []*v1.Pod{p1},
+			incoming:    gatedP2,
+			want:        groupState{Queue: unschedulableQ, Gated: true, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Gated: 2},
 		},
 		{
-			name:       "existing pod group in backoffQ (ungated addition), stays in backoffQ",
-			initial:    "backoff",
-			initialPod: p1,
-			incoming:   p2,
-			want:       groupState{Queue: backoffQ, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Backoff: 2},
+			name:        "existing pod group in backoffQ (ungated addition), stays in backoffQ",
+			initial:     "backoff",
+			initialPods: []*v1.Pod{p1},
+			incoming:    p2,
+			want:        groupState{Queue: backoffQ, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Backoff: 2},
 		},
 		{
 			// Upstream gates it at once: there PreEnqueue runs when an
 			// entity enters the backoff queue (SchedulerPopFromBackoffQ),
 			// here when it leaves it, as for single pods.
-			name:       "existing pod group in backoffQ (gated addition), stays in backoffQ until its backoff ends",
-			initial:    "backoff",
-			initialPod: p1,
-			incoming:   gatedP2,
-			want:       groupState{Queue: backoffQ, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Backoff: 2},
+			name:        "existing pod group in backoffQ (gated addition), stays in backoffQ until its backoff ends",
+			initial:     "backoff",
+			initialPods: []*v1.Pod{p1},
+			incoming:    gatedP2,
+			want:        groupState{Queue: backoffQ, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Backoff: 2},
 		},
 		{
-			name:       "existing pod group in unschedulableEntities (ungated addition), stays in unschedulableEntities as ungated",
-			initial:    "unschedulable",
-			initialPod: p1,
-			incoming:   p2,
-			want:       groupState{Queue: unschedulableQ, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Unschedulable: 2},
+			name:        "existing pod group in unschedulableEntities (ungated addition), stays in unschedulableEntities as ungated",
+			initial:     "unschedulable",
+			initialPods: []*v1.Pod{p1},
+			incoming:    p2,
+			want:        groupState{Queue: unschedulableQ, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Unschedulable: 2},
 		},
 		{
-			name:       "existing pod group in unschedulableEntities (gated addition), stays in unschedulableEntities as ungated",
-			initial:    "unschedulable",
-			initialPod: p1,
-			incoming:   gatedP2,
-			want:       groupState{Queue: unschedulableQ, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Unschedulable: 2},
+			name:        "existing pod group in unschedulableEntities (gated addition), stays in unschedulableEntities as ungated",
+			initial:     "unschedulable",
+			initialPods: []*v1.Pod{p1},
+			incoming:    gatedP2,
+			want:        groupState{Queue: unschedulableQ, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Unschedulable: 2},
 		},
 		{
-			name:       "existing gated pod group in unschedulableEntities (ungated addition), stays in unschedulableEntities as gated",
-			initialPod: gatedP1,
-			incoming:   p2,
-			want:       groupState{Queue: unschedulableQ, Gated: true, Pods: []string{"pod1", "pod2"}},
-			wantSum:    Summary{Gated: 2},
+			name:        "existing gated pod group in unschedulableEntities (ungated addition), stays in unschedulableEntities as gated",
+			initialPods: []*v1.Pod{gatedP1},
+			incoming:    p2,
+			want:        groupState{Queue: unschedulableQ, Gated: true, Pods: []string{"pod1", "pod2"}},
+			wantSum:     Summary{Gated: 2},
 		},
 		{
 			name:     "first member added before pod group exists, goes to incompletePodGroupPods",
@@ -246,50 +292,26 @@ func TestAddPodGroupMember(t *testing.T) {
 			wantSum:  Summary{IncompletePodGroupPods: 1},
 		},
 		{
-			name:       "existing pod in incompletePodGroupPods, stays in incompletePodGroupPods",
-			initial:    "incomplete",
-			initialPod: p1,
-			incoming:   p2,
-			wantSum:    Summary{IncompletePodGroupPods: 2},
+			name:        "existing pod in incompletePodGroupPods, stays in incompletePodGroupPods",
+			initial:     "incomplete",
+			initialPods: []*v1.Pod{p1},
+			incoming:    p2,
+			wantSum:     Summary{IncompletePodGroupPods: 2},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}, gate{},
-				&rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: nodeAdd}}}))
-			if tt.initial != "incomplete" {
-				q.AddPodGroup(logger, podGroup(pg, 0))
-			}
-			if tt.initialPod != nil {
-				q.Add(logger, tt.initialPod)
-			}
-			switch tt.initial {
-			case "popped":
-				popGroup(t, q, logger)
-			case "backoff":
-				// As upstream, a rejected group backs off: it does not
-				// wait in the pool for an event.
-				failGroup(t, q, logger, rejected(), "Fit")
-			case "unschedulable":
-				failGroup(t, q, logger, rejected(), "Fit")
-				toPool(q, pg)
-			}
+			q, _, logger := newGroupQueue(t, nil, gate{}, &rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: nodeAdd}}})
+			queueGroup(t, q, logger, tt.initial, tt.initialPods...)
 			q.Add(logger, tt.incoming)
-			if diff := cmp.Diff(tt.want, groupOf(q, pg)); diff != "" {
-				t.Errorf("group (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSum, q.Summary()); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGroup(t, q, tt.want, tt.wantSum)
 		})
 	}
 }
 
 func TestPopPodGroup(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
+	q, clk, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "")
 	// Members are ordered by priority, then attempts, then time, then name.
 	for _, p := range []*v1.Pod{
 		member("b", wl, pg).Priority(1).Obj(),
@@ -328,8 +350,7 @@ func TestPopPodGroup(t *testing.T) {
 // upstream's PrioritySort sorts entities: by the PodGroup's priority (not
 // its pods'), then by the time the group was queued.
 func TestPodGroupSortedAgainstPods(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
+	q, clk, logger := newGroupQueue(t, nil)
 	q.AddPodGroup(logger, podGroup("mid-group", 5))
 	q.AddPodGroup(logger, podGroup("old-group", 0))
 	q.Add(logger, member("m1", wl, "old-group").Priority(100).Obj())
@@ -354,9 +375,8 @@ func TestPodGroupSortedAgainstPods(t *testing.T) {
 	}
 
 	// A new priority for a queued group re-sorts it.
-	q, logger = newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("m", wl, pg).Obj())
+	q, _, logger = newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "", member("m", wl, pg).Obj())
 	q.Add(logger, pod("p", wl).UID("p").Priority(1).Obj())
 	q.UpdatePodGroup(logger, podGroup(pg, 2))
 	if e, _ := q.Pop(logger); e.GetName() != pg {
@@ -471,31 +491,13 @@ func TestDeletePodGroupMember(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-			if tt.initial != "incomplete" {
-				q.AddPodGroup(logger, podGroup(pg, 0))
-			}
-			for _, p := range tt.pods {
-				q.Add(logger, p)
-			}
-			switch tt.initial {
-			case "popped":
-				popGroup(t, q, logger)
+			q, _, logger := newGroupQueue(t, nil)
+			queueGroup(t, q, logger, tt.initial, tt.pods...)
+			if tt.initial == "popped" {
 				q.Add(logger, p2)
-			case "backoff":
-				failGroup(t, q, logger, rejected(), "Fit")
-			case "unschedulable":
-				failGroup(t, q, logger, rejected(), "Fit")
-				toPool(q, pg)
 			}
 			q.Delete(logger, tt.deleted)
-			if diff := cmp.Diff(tt.want, groupOf(q, pg)); diff != "" {
-				t.Errorf("group (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSum, q.Summary()); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGroup(t, q, tt.want, tt.wantSum)
 		})
 	}
 }
@@ -546,33 +548,15 @@ func TestUpdatePodGroupMember(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}, gate{},
-				&rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: targetLabel}}}))
-			if tt.initial != "incomplete" {
-				q.AddPodGroup(logger, podGroup(pg, 0))
-			}
+			q, _, logger := newGroupQueue(t, nil, gate{}, &rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: targetLabel}}})
 			old := member("pod1", wl, pg)
 			if tt.gated {
 				old.Label("gated", "true")
 			}
-			q.Add(logger, old.Obj())
-			q.Add(logger, member("pod2", wl, pg).Obj())
-			switch tt.initial {
-			case "popped":
-				popGroup(t, q, logger)
-			case "unschedulable":
-				failGroup(t, q, logger, rejected(), "Fit")
-				toPool(q, pg)
-			}
+			queueGroup(t, q, logger, tt.initial, old.Obj(), member("pod2", wl, pg).Obj())
 			updated := tt.update(member("pod1", wl, pg)).Obj()
 			q.Update(logger, old.Obj(), updated)
-			if diff := cmp.Diff(tt.want, groupOf(q, pg)); diff != "" {
-				t.Errorf("group (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSum, q.Summary()); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGroup(t, q, tt.want, tt.wantSum)
 			switch tt.initial {
 			case "popped":
 				if n := q.inFlightEvents.Len(); n != 3 {
@@ -593,14 +577,9 @@ func TestUpdatePodGroupMember(t *testing.T) {
 }
 
 func TestActivatePodGroupMember(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
+	q, _, logger := newGroupQueue(t, nil)
 	p1 := member("pod1", wl, pg).Obj()
-	q.Add(logger, p1)
-	q.Add(logger, member("pod2", wl, pg).Obj())
-	failGroup(t, q, logger, rejected(), "Fit")
-	toPool(q, pg)
+	queueGroup(t, q, logger, "unschedulable", p1, member("pod2", wl, pg).Obj())
 	orphan := member("orphan", wl, "unobserved").Obj()
 	q.Add(logger, orphan)
 	q.Activate(logger, map[string]*v1.Pod{"ns1/pod1": p1, "ns1/orphan": orphan})
@@ -657,13 +636,10 @@ func TestMoveAllToActiveOrBackoffQueuePodGroupMember(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{},
+			q, clk, logger := newGroupQueue(t, nil,
 				&rejector{name: "Fit", events: []framework.ClusterEventWithHint{{Event: nodeAdd}}},
-				&rejector{name: "Other", events: []framework.ClusterEventWithHint{{Event: nodeLabel}}}))
-			q.AddPodGroup(logger, podGroup(pg, 0))
-			q.Add(logger, member("pod1", wl, pg).Obj())
-			q.Add(logger, member("pod2", wl, pg).Obj())
+				&rejector{name: "Other", events: []framework.ClusterEventWithHint{{Event: nodeLabel}}})
+			queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj(), member("pod2", wl, pg).Obj())
 			g := popGroup(t, q, logger)
 			g.ForEachPodInfo(func(pInfo *framework.QueuedPodInfo) bool {
 				failMember(t, q, logger, pInfo, tt.rejectors[pInfo.Pod.Name]...)
@@ -707,9 +683,8 @@ func TestPodGroupBackoffDuration(t *testing.T) {
 }
 
 func TestFlushBackoffQCompletedPodGroupMember(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
+	q, clk, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "")
 	for _, name := range []string{"pod1", "pod2", "pod3", "pod4"} {
 		q.Add(logger, member(name, wl, pg).Obj())
 	}
@@ -735,12 +710,8 @@ func TestFlushBackoffQCompletedPodGroupMember(t *testing.T) {
 }
 
 func TestFlushUnschedulablePodsLeftoverPodGroupMember(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("pod1", wl, pg).Obj())
-	failGroup(t, q, logger, rejected(), "Fit")
-	toPool(q, pg)
+	q, clk, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "unschedulable", member("pod1", wl, pg).Obj())
 	clk.Step(DefaultPodMaxInUnschedulablePodsDuration - time.Second)
 	q.flushUnschedulablePodsLeftover(logger)
 	if got := groupOf(q, pg).Queue; got != unschedulableQ {
@@ -754,11 +725,8 @@ func TestFlushUnschedulablePodsLeftoverPodGroupMember(t *testing.T) {
 }
 
 func TestAddUnschedulableIfNotPresentPodGroupMember(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("pod1", wl, pg).Obj())
-	q.Add(logger, member("pod2", wl, pg).Obj())
+	q, _, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj(), member("pod2", wl, pg).Obj())
 	g := popGroup(t, q, logger)
 	pInfos := g.QueuedPodInfos[framework.PodGroupKey(ns, pg)]
 
@@ -776,12 +744,7 @@ func TestAddUnschedulableIfNotPresentPodGroupMember(t *testing.T) {
 	// Once the attempt ended, a member handed back (its binding failed)
 	// rejoins its queued group.
 	failMember(t, q, logger, pInfos[1])
-	if diff := cmp.Diff(groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}}, groupOf(q, pg)); diff != "" {
-		t.Errorf("group (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(Summary{Active: 2}, q.Summary()); diff != "" {
-		t.Errorf("summary (-want +got):\n%s", diff)
-	}
+	checkGroup(t, q, groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}}, Summary{Active: 2})
 }
 
 func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
@@ -856,7 +819,6 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
 			var opts []Option
 			if tt.disableBackoff {
 				opts = append(opts, WithPodInitialBackoffDuration(0), WithPodMaxBackoffDuration(0))
@@ -865,9 +827,8 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 			if tt.blockOnPreEnqueue {
 				plugins = append(plugins, gate{})
 			}
-			q, logger := newWorkloadQueue(t, clk, opts, newProfile(t, wl, prioritySort{}, plugins...))
-			q.AddPodGroup(logger, podGroup(pg, 0))
-			q.Add(logger, member("pod1", wl, pg).Obj())
+			q, clk, logger := newGroupQueue(t, opts, plugins...)
+			queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj())
 			g := popGroup(t, q, logger)
 			g.ConsecutiveErrorsCount = tt.initialErrors
 			start := g.Timestamp
@@ -913,10 +874,8 @@ func TestAddAttemptedPodGroupIfNeeded(t *testing.T) {
 }
 
 func TestAddAttemptedPodGroupIfNeededTwice(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("pod1", wl, pg).Obj())
+	q, _, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj())
 	g := popGroup(t, q, logger)
 	failMember(t, q, logger, g.QueuedPodInfos[framework.PodGroupKey(ns, pg)][0], "Fit")
 	if err := q.AddAttemptedPodGroupIfNeeded(logger, g, q.SchedulingCycle(), rejected()); err != nil {
@@ -928,8 +887,7 @@ func TestAddAttemptedPodGroupIfNeededTwice(t *testing.T) {
 }
 
 func TestAddPodGroup(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
+	q, _, logger := newGroupQueue(t, nil)
 	q.Add(logger, member("pod1", wl, pg).Obj())
 	q.Add(logger, member("pod2", wl, pg).Obj())
 	q.Add(logger, member("other", wl, "other-pg").Obj())
@@ -937,19 +895,12 @@ func TestAddPodGroup(t *testing.T) {
 		t.Fatalf("members before their PodGroup (-want +got):\n%s", diff)
 	}
 	q.AddPodGroup(logger, podGroup(pg, 0))
-	if diff := cmp.Diff(groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}}, groupOf(q, pg)); diff != "" {
-		t.Errorf("group (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(Summary{Active: 2, IncompletePodGroupPods: 1}, q.Summary()); diff != "" {
-		t.Errorf("summary (-want +got):\n%s", diff)
-	}
+	checkGroup(t, q, groupState{Queue: activeQ, Pods: []string{"pod1", "pod2"}}, Summary{Active: 2, IncompletePodGroupPods: 1})
 }
 
 func TestUpdatePodGroup(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("pod1", wl, pg).Obj())
+	q, _, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj())
 	newer := podGroup(pg, 7)
 	q.UpdatePodGroup(logger, newer)
 	if got := popGroup(t, q, logger).PodGroup; got != newer {
@@ -995,27 +946,14 @@ func TestDeletePodGroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Now())
-			q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-			group := podGroup(pg, 0)
-			q.AddPodGroup(logger, group)
-			q.Add(logger, member("pod1", wl, pg).Obj())
-			q.Add(logger, member("pod2", wl, pg).Obj())
-			switch tt.initial {
-			case "popped":
-				popGroup(t, q, logger)
+			q, _, logger := newGroupQueue(t, nil)
+			queueGroup(t, q, logger, tt.initial, member("pod1", wl, pg).Obj(), member("pod2", wl, pg).Obj())
+			if tt.initial == "popped" {
 				q.Add(logger, member("pod3", wl, pg).Obj())
-			case "unschedulable":
-				failGroup(t, q, logger, rejected(), "Fit")
-				toPool(q, pg)
 			}
+			group := podGroup(pg, 0)
 			q.DeletePodGroup(logger, group)
-			if diff := cmp.Diff(groupState{}, groupOf(q, pg)); diff != "" {
-				t.Errorf("group (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSum, q.Summary()); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
-			}
+			checkGroup(t, q, groupState{}, tt.wantSum)
 			// The PodGroup coming back queues them again (or has them
 			// wait for the attempt still running).
 			q.AddPodGroup(logger, group)
@@ -1060,10 +998,8 @@ func TestWorkloadAwarenessChanges(t *testing.T) {
 }
 
 func TestRemoveProfileWithPodGroups(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	q, logger := newWorkloadQueue(t, clk, nil, newProfile(t, wl, prioritySort{}))
-	q.AddPodGroup(logger, podGroup(pg, 0))
-	q.Add(logger, member("pod1", wl, pg).Obj())
+	q, _, logger := newGroupQueue(t, nil)
+	queueGroup(t, q, logger, "", member("pod1", wl, pg).Obj())
 	q.Add(logger, member("waiting", wl, "unobserved").Obj())
 	q.RemoveProfile(logger, wl)
 	if diff := cmp.Diff(Summary{}, q.Summary()); diff != "" {

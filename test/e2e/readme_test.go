@@ -167,6 +167,9 @@ var walkthrough = []step{
 	{"kubectl get resourceclaims", func(out string) {
 		Expect(regexp.MustCompile(`(?m)^gpu-workers-\d-\w+-gpus-\w+\s+allocated,reserved\s`).FindAllString(out, -1)).To(HaveLen(4), out)
 	}},
+	{"kubectl delete -f config/samples/pods/gpu-gang.yaml --cascade=foreground", func(out string) {
+		Expect(out).To(ContainSubstring(`job.batch "gpu-workers" deleted`))
+	}},
 	{"kubectl apply -f config/samples/pods/gpu-workload.yaml", func(out string) {
 		Expect(out).To(ContainSubstring("workload.scheduling.k8s.io/trainer created"))
 		Expect(out).To(ContainSubstring("podgroup.scheduling.k8s.io/trainer-workers created"))
@@ -211,12 +214,11 @@ var walkthrough = []step{
 		Expect(out).To(MatchRegexp(`(?m)^pvc-[0-9a-f-]+\s+data-database-0\s+%s\s*$`, regexp.QuoteMeta(databaseNode)),
 			"the volume is on the pod's node")
 	}},
-	{"kubectl delete -f config/samples/pods/", func(out string) {
+	{"kubectl delete -f config/samples/pods/ --ignore-not-found", func(out string) {
 		Expect(out).To(ContainSubstring(`pod "train-0" deleted`))
 		Expect(out).To(ContainSubstring(`statefulset.apps "database" deleted`))
 		Expect(out).To(ContainSubstring(`job.batch "workers" deleted`))
 		Expect(out).To(ContainSubstring(`podgroup.scheduling.x-k8s.io "workers" deleted`))
-		Expect(out).To(ContainSubstring(`job.batch "gpu-workers" deleted`))
 		Expect(out).To(ContainSubstring(`podgroup.scheduling.k8s.io "trainer-workers" deleted`))
 		Expect(out).To(ContainSubstring(`workload.scheduling.k8s.io "trainer" deleted`))
 	}},

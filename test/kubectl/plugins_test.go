@@ -149,8 +149,24 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		r = kubectlAs("alice", "reject", "twice", "-n", ns)
 		Expect(r.Code).To(Equal(1))
 		Expect(r.Stdout).To(BeEmpty())
-		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed", ns)))
+		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("waitingpod %s/twice was already approved by alice; a decision cannot be changed, and an approval cannot be undone\n", ns)))
 		Expect(get("twice").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+
+		// A rejection cannot change either, but it can be undone: whoever
+		// decides again is told how, and the command told works.
+		held("vetoed", nil)
+		run("alice", "reject", "vetoed", "-n", ns)
+		undo := fmt.Sprintf("kubectl reject --undo waitingpod/vetoed -n %s", ns)
+		for _, verb := range []string{"approve", "reject"} {
+			r = kubectlAs("alice", verb, "vetoed", "-n", ns)
+			Expect(r.Code).To(Equal(1), verb)
+			Expect(r.Stdout).To(BeEmpty(), verb)
+			Expect(r.Stderr).To(HavePrefix(fmt.Sprintf("error: waitingpod %s/vetoed was already rejected by alice; a decision cannot be changed, but a rejection can be undone: "+
+				"%s schedules the pod again, to be held for a new decision\n", ns, undo)), verb)
+		}
+		Expect(run("alice", strings.Fields(undo)[1:]...)).To(Equal("waitingpod/vetoed: rejection by alice undone; the pod is scheduled again for a new decision\n"))
+		err := adminClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vetoed"}, &schedulingv1alpha1.WaitingPod{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the rejection was not undone")
 
 		r = kubectlAs("alice", "approve", "deployment/web", "-n", ns)
 		Expect(r.Code).To(Equal(2))
@@ -184,8 +200,8 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 	})
 
 	It("warns on stderr which other plugins still hold a pod it approves", func() {
-		holdBy(held("both", nil), "Coscheduling", "ManualApproval")
-		warning := "Warning: waitingpod/both is still held by Coscheduling, which an approval does not release\n"
+		holdBy(held("both", nil), "Quota", "ManualApproval")
+		warning := "Warning: waitingpod/both is still held by Quota, which an approval does not release\n"
 		r := kubectlAs("alice", "approve", "both", "-n", ns, "--dry-run")
 		Expect(r.Code).To(BeZero(), r.Stderr)
 		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/both", "approved", uid("both"), "profile manual", "dry run")))
@@ -199,7 +215,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 
 		// A rejection does release the pod from ManualApproval's hold
 		// and sends it back to pending, so it carries no such warning.
-		holdBy(held("both-rejected", nil), "Coscheduling", "ManualApproval")
+		holdBy(held("both-rejected", nil), "Quota", "ManualApproval")
 		r = kubectlAs("alice", "reject", "both-rejected", "-n", ns)
 		Expect(r.Code).To(BeZero(), r.Stderr)
 		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/both-rejected", "rejected", uid("both-rejected"), "profile manual")))
@@ -325,7 +341,9 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		members := []*schedulingv1alpha1.WaitingPod{
 			member("train-0", "train", "ManualApproval"),
 			member("train-1", "train", "Coscheduling", "ManualApproval"),
-			member("train-2", "train", "Coscheduling", "ManualApproval"),
+			// Held by a plugin besides the gang's, which an approval
+			// does not release and nothing says ever will.
+			member("train-2", "train", "Coscheduling", "ManualApproval", "Quota"),
 		}
 		member("other-0", "other", "ManualApproval")
 		// Labelled as a member but not shown in the group by the operator:
@@ -338,13 +356,14 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 			decidedLine("waitingpod/train-0", "approved", uid("train-0"), "profile gangs") +
 				decidedLine("waitingpod/train-1", "approved", uid("train-1"), "profile gangs") +
 				decidedLine("waitingpod/train-2", "approved", uid("train-2"), "profile gangs") +
-				"podgroup/train: 3 of 3 members approved\n"))
+				"podgroup/train: 3 of 3 members approved; Coscheduling releases them once the group is complete\n"))
 		// The gang's quorum is Coscheduling's to release: the approval
-		// reaches ManualApproval only.
+		// reaches ManualApproval only, and the gang goes by itself once
+		// complete, which is no cause for a warning. Another plugin's
+		// hold is.
 		Expect(r.Stderr).To(Equal(
 			"Warning: waitingpod/labelled skipped: the scheduler shows no profile holding it; it is no member of podgroup/train and was not approved\n" +
-				"Warning: waitingpod/train-1 is still held by Coscheduling, which an approval does not release\n" +
-				"Warning: waitingpod/train-2 is still held by Coscheduling, which an approval does not release\n"))
+				"Warning: waitingpod/train-2 is still held by Quota, which an approval does not release\n"))
 		// Each decision is pinned to the profile holding its pod.
 		profile := &schedulingv1alpha1.SchedulingProfile{}
 		Expect(adminClient.Get(ctx, client.ObjectKey{Name: gangsProfile}, profile)).To(Succeed())
@@ -367,7 +386,7 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 				decidedLine("waitingpod/train-1", "already approved", uid("train-1"), "profile gangs") +
 				decidedLine("waitingpod/train-2", "already approved", uid("train-2"), "profile gangs") +
 				decidedLine("waitingpod/train-3", "approved", uid("train-3"), "profile gangs") +
-				"podgroup/train: 1 of 1 members approved, 3 already were\n"))
+				"podgroup/train: 1 of 1 members approved, 3 already were; Coscheduling releases them once the group is complete\n"))
 
 		// The opposite decision: as for a single decision, nothing changes.
 		r = kubectlAs("alice", "reject", "pg/train", "-n", ns)
@@ -375,6 +394,27 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 		Expect(r.Stdout).To(Equal("podgroup/train: 0 of 4 members rejected\n"))
 		Expect(r.Stderr).To(HaveSuffix("error: 4 of 4 not rejected: train-0, train-1, train-2, train-3\n"))
 		Expect(r.Stderr).To(ContainSubstring(fmt.Sprintf("waitingpod %s/train-1 was already approved by alice; a decision cannot be changed", ns)))
+	})
+
+	It("says of a gang member approved alone that its gang releases it once complete", func() {
+		wp := member("solo-0", "solo", "Coscheduling", "ManualApproval")
+		note := ": Coscheduling releases it once podgroup/solo is complete\n"
+		for _, dryRun := range []string{"--dry-run", "--dry-run=server"} {
+			r := kubectlAs("alice", "approve", "waitingpod/solo-0", "-n", ns, dryRun)
+			Expect(r.Code).To(BeZero(), r.Stderr)
+			details := map[string]string{"--dry-run": "dry run", "--dry-run=server": "server dry run"}[dryRun]
+			Expect(r.Stdout).To(Equal(strings.TrimSuffix(decidedLine("waitingpod/solo-0", "approved", wp.Spec.PodUID, "profile gangs", details), "\n") + note))
+			Expect(r.Stderr).To(BeEmpty())
+		}
+		r := kubectlAs("alice", "approve", "waitingpod/solo-0", "-n", ns)
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(Equal(strings.TrimSuffix(decidedLine("waitingpod/solo-0", "approved", wp.Spec.PodUID, "profile gangs"), "\n") + note))
+		Expect(r.Stderr).To(BeEmpty())
+		Expect(get("solo-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
+
+		// A rejection ends the gang's hold too: nothing to add.
+		wp = member("solo-1", "solo", "Coscheduling", "ManualApproval")
+		Expect(run("alice", "reject", "waitingpod/solo-1", "-n", ns)).To(Equal(decidedLine("waitingpod/solo-1", "rejected", wp.Spec.PodUID, "profile gangs")))
 	})
 
 	It("rejects every member of a podgroup, named pg/NAME or podgroups/NAME, and dry-runs", func() {
@@ -422,18 +462,21 @@ var _ = Describe("kubectl approve and kubectl reject", func() {
 	It("decides the other members of a podgroup but fails for one only other Permit plugins hold", func() {
 		member("mixed-0", "mixed", "Coscheduling", "ManualApproval")
 		member("mixed-1", "mixed", "Coscheduling")
+		// The approved member goes with its gang; a rejected one does not
+		// wait for it.
+		gangNote := map[string]string{"approve": "; Coscheduling releases them once the group is complete", "reject": ""}
 		for verb, done := range map[string]string{"approve": "approved", "reject": "rejected"} {
 			r := kubectlAs("alice", verb, "podgroup/mixed", "-n", ns, "--dry-run=server")
 			Expect(r.Code).To(Equal(1), verb)
 			Expect(r.Stdout).To(Equal(decidedLine("waitingpod/mixed-0", done, uid("mixed-0"), "profile gangs", "server dry run")+
-				fmt.Sprintf("podgroup/mixed: 1 of 2 members %s (server dry run)\n", done)), verb)
+				fmt.Sprintf("podgroup/mixed: 1 of 2 members %s (server dry run)%s\n", done, gangNote[verb])), verb)
 			Expect(r.Stderr).To(HaveSuffix(fmt.Sprintf(
 				"error: waitingpod %s/mixed-1 was not %s: it is held by Coscheduling, not ManualApproval, and a decision does not release it\n"+
 					"error: 1 of 2 not %[2]s: mixed-1\n", ns, done)), verb)
 		}
 		r := kubectlAs("alice", "approve", "podgroup/mixed", "-n", ns)
 		Expect(r.Code).To(Equal(1))
-		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/mixed-0", "approved", uid("mixed-0"), "profile gangs") + "podgroup/mixed: 1 of 2 members approved\n"))
+		Expect(r.Stdout).To(Equal(decidedLine("waitingpod/mixed-0", "approved", uid("mixed-0"), "profile gangs") + "podgroup/mixed: 1 of 2 members approved" + gangNote["approve"] + "\n"))
 		Expect(get("mixed-0").Spec.Decision).To(Equal(schedulingv1alpha1.DecisionApprove))
 		Expect(get("mixed-1").Spec.Decision).To(BeEmpty())
 	})

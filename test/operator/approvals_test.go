@@ -123,12 +123,26 @@ var _ = Describe("WaitingPods and approvals", Ordered, func() {
 		Eventually(eventNotes("Pod", ns, "train-1", "FailedScheduling")).Should(ContainElement(ContainSubstring("over budget")))
 		Eventually(waitingCondition(ns, "train-1", schedulingv1alpha1.WaitingPodRejected)).Should(Not(BeNil()))
 		Consistently(func() string { return scheduledPodNode(pod) }, "2s").Should(BeEmpty())
+		// Pending again, the pod holds nothing on the node it waited on.
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "train-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wp.Status.NodeName).To(BeEmpty())
+			g.Expect(wp.Status.PendingPlugins).To(BeEmpty())
+			g.Expect(wp.Status.Expires).To(BeNil())
+		}).Should(Succeed())
+		Expect(kubectlOK("get", "waitingpod/train-1", "-n", ns, "-o", "wide")).To(MatchRegexp(`\ntrain-1\s+train-1\s+approvals\s`), "no node is shown")
 	})
 
 	It("expires a pod whose window ends, and an approval afterwards binds it at once", func() {
 		ns := namespace()
 		pod := createPod(poolPod(ns, "late", "short-window", "approvals", "1", "1Gi"))
 		Eventually(waitingCondition(ns, "late", schedulingv1alpha1.WaitingPodExpired)).Should(haveCondition(metav1.ConditionTrue, "Timeout"))
+		Eventually(func(g Gomega) {
+			wp, err := getWaitingPod(ns, "late")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wp.Status.NodeName).To(BeEmpty())
+		}).Should(Succeed())
 		Eventually(scheduledCondition(pod)).Should(And(
 			Not(BeNil()),
 			HaveField("Message", ContainSubstring("rejected due to timeout after waiting 2s at plugin ManualApproval")),

@@ -2,6 +2,8 @@ package operator_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -326,11 +328,23 @@ var _ = Describe("Gangs", Ordered, func() {
 			createPod(member(ns, "whole", i, "approved-gangs", "gang-approve", "1"))
 		}
 		for i := range 3 {
-			Eventually(waitingCondition(ns, fmt.Sprintf("whole-%d", i), schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+			name := fmt.Sprintf("whole-%d", i)
+			Eventually(waitingCondition(ns, name, schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+			// Each member's pod points at the command that decides the
+			// whole gang, in the form that names scheduler-plugins' kind.
+			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(And(
+				havePodCondition(corev1.ConditionTrue, "HeldByCoschedulingAndManualApproval"),
+				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject pg/whole")),
+			))
 		}
 		Consistently(func() map[string]int { return boundMembers(ns) }, "1s").Should(BeEmpty())
-		out := kubectlOK("approve", "podgroup/whole", "-n", ns, "--reason", "reviewed")
-		Expect(out).To(ContainSubstring("podgroup/whole: 3 of 3 members approved"))
+		// Coscheduling still holds every member, and lets the gang go once
+		// the approvals complete it: a success, said as one.
+		r, err := kubectl.Run("approve", "podgroup/whole", "-n", ns, "--reason", "reviewed")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Code).To(BeZero(), r.Stderr)
+		Expect(r.Stdout).To(HaveSuffix("podgroup/whole: 3 of 3 members approved; Coscheduling releases them once the group is complete\n"))
+		Expect(r.Stderr).To(BeEmpty())
 		Eventually(func() map[string]int { return boundMembers(ns) }).Should(Equal(map[string]int{"whole": 3}))
 
 		// An incomplete gang: approving its members decides ManualApproval
@@ -444,6 +458,49 @@ var _ = Describe("Gangs", Ordered, func() {
 		}
 	})
 
+	It("with the gpu-gangs sample, gives the devices of a gang that cannot complete to others instead of holding them again", func() {
+		// The sample as shipped, under a name of this test's.
+		sample, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "gpu-gangs.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		const profile = "sample-gpu-gangs"
+		apply(profile, strings.Replace(string(sample), "name: gpu-gangs\n", "name: "+profile+"\n", 1))
+		serving(profile)
+		DeferCleanup(func() { kubectlOK("delete", "schedulingprofile", profile) })
+
+		ns := gangNamespace()
+		nodes("gang-sample", 1, "4", "8Gi")
+		const class = "gang-sample.example.com"
+		gpuNode(class, "gang-sample-0")
+		podGroup(ns, "vetoed", 2, nil)
+		for i := range 2 {
+			createPod(gpuMember(ns, "vetoed", i, profile, "gang-sample", class))
+		}
+		Eventually(func() map[string][]string { return heldDevices(ns, "vetoed-0", "vetoed-1") }).Should(HaveLen(2))
+
+		// A rejected member keeps the gang from ever completing. Its
+		// sibling, held again after the rejection, is released as soon
+		// as the rejected one fails to be placed, and the gang backs off.
+		kubectlOK("reject", "waitingpod/vetoed-1", "-n", ns, "--reason", "not these GPUs")
+		Eventually(eventNotes("Pod", ns, "vetoed-0", "FailedScheduling")).Should(ContainElement(ContainSubstring("optimistic rejection in PostFilter")))
+
+		// Meanwhile all four GPUs are free for a pod that needs them.
+		other := namespace()
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "all-gpus"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "gpus",
+				Exactly: &resourceapi.ExactDeviceRequest{
+					DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4,
+				},
+			}}}},
+		}
+		Expect(k8sClient.Create(ctx, claim)).To(Succeed())
+		pod := poolPod(other, "trainer", "gangs", "gang-sample", "1", "")
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim.Name)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+		Expect(boundNode(createPod(pod))).To(Equal("gang-sample-0"))
+	})
+
 	It("does not count a pod that carries the label but was bound elsewhere", func() {
 		ns := gangNamespace()
 		nodes("gang-forged", 2, "4", "8Gi")
@@ -502,7 +559,7 @@ var _ = Describe("Gangs", Ordered, func() {
 		for _, pod := range crew {
 			Expect(r.Stdout).To(ContainSubstring(fmt.Sprintf("waitingpod/%s approved (pod UID %s, profile approved-gangs)\n", pod.Name, pod.UID)))
 		}
-		Expect(r.Stdout).To(HaveSuffix("podgroup/crew: 2 of 2 members approved\n"))
+		Expect(r.Stdout).To(HaveSuffix("podgroup/crew: 2 of 2 members approved; Coscheduling releases them once the group is complete\n"))
 		Expect(r.Stderr).To(ContainSubstring(`Warning: waitingpod/rider skipped: its profile "riders" does not run Coscheduling`))
 		for _, pod := range crew {
 			boundNode(pod)

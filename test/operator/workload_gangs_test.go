@@ -106,6 +106,8 @@ var _ = Describe("Workload-aware gangs held for approval", Ordered, func() {
 				g.Expect(wp.Status.Plugins).To(Equal("GangScheduling,ManualApproval"))
 			}).Should(Succeed())
 			Eventually(waitingCondition(ns, name, schedulingv1alpha1.WaitingPodDecidable)).Should(haveCondition(metav1.ConditionTrue, schedulingv1alpha1.ReasonAwaitingDecision))
+			Eventually(permitCondition(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).Should(
+				HaveField("Message", HaveSuffix(": decide the gang with kubectl approve|reject podgroup/train")))
 		}
 
 		decide := fmt.Sprintf("kubectl approve podgroup/train -n %s", ns)
@@ -114,7 +116,11 @@ var _ = Describe("Workload-aware gangs held for approval", Ordered, func() {
 
 		By("approving two of three: GangScheduling keeps holding them")
 		for _, name := range names[:2] {
-			kubectlOK("approve", "waitingpod/"+name, "-n", ns)
+			r, err := kubectl.Run("approve", "waitingpod/"+name, "-n", ns)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(r.Code).To(BeZero(), r.Stderr)
+			Expect(r.Stdout).To(HaveSuffix(": GangScheduling releases it once podgroup.scheduling.k8s.io/train is complete\n"))
+			Expect(r.Stderr).To(BeEmpty())
 			Eventually(pendingPlugins(ns, name)).Should(Equal([]string{"GangScheduling"}))
 		}
 		Consistently(boundPods(ns, names...), "2s").Should(BeZero())

@@ -61,8 +61,9 @@ type Options struct {
 	AssetsDir, CRDDir string
 	// Operator is the profile-scheduler binary; run builds it when empty.
 	Operator string
-	// LogDir receives the schedulers' logs, one file per workload and
-	// scheduler.
+	// LogDir receives the schedulers' logs and the heap profiles of their
+	// live heap at the end of each workload (outFile), one file per
+	// workload and scheduler.
 	LogDir string
 	// QPS and Burst limit the schedulers' clients, and the harness's
 	// binder when it measures the ceiling.
@@ -447,8 +448,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.readMemory(ctx, op, &res.Cost); err != nil {
 		return nil, err
 	}
-	o.logf("   %.0f pods/s%s, attempt p50 %.1f ms, p99 %.1f ms; %s; %s%s",
-		res.Throughput.Average, ofCeiling(res.Ratio), 1000*res.AttemptLatency.Perc50, 1000*res.AttemptLatency.Perc99, res.Cost, res.ServerCost,
+	a := res.AttemptLatency
+	o.logf("   %.0f pods/s%s, attempt p50 %s ms, p99 %s ms; %s; %s%s",
+		res.Throughput.Average, ofCeiling(res.Ratio), a.format(a.Perc50, 1000, "%.1f"), a.format(a.Perc99, 1000, "%.1f"), res.Cost, res.ServerCost,
 		batched(res.BatchAttempts))
 
 	if err := h.checkPlacements(ctx); err != nil {
@@ -585,7 +587,7 @@ func (h *harness) readMemory(ctx context.Context, s *schedulerProcess, c *Cost) 
 	if c.RSSBytes, c.PeakRSSBytes, c.RSSFileBytes, err = s.memory(); err != nil {
 		return err
 	}
-	c.HeapInuseBytes = s.heapInuse(ctx)
+	c.HeapInuseBytes = s.heapInuse(ctx, h.outFile(s.Name, "heap.pprof"))
 	return nil
 }
 
@@ -600,18 +602,20 @@ func (h *harness) startCPUProfile(ctx context.Context, s *schedulerProcess) <-ch
 		done <- nil
 		return done
 	}
-	prefix := filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+s.Name)
 	go func() {
 		server := make(chan error, 1)
-		go func() { server <- h.server.cpuProfile(ctx, h.o.CPUProfile, prefix+".kube-apiserver.cpu.pprof") }()
-		done <- errors.Join(s.cpuProfile(ctx, h.o.CPUProfile, prefix+".cpu.pprof"), <-server)
+		go func() {
+			server <- h.server.cpuProfile(ctx, h.o.CPUProfile, h.outFile(s.Name, "kube-apiserver.cpu.pprof"))
+		}()
+		done <- errors.Join(s.cpuProfile(ctx, h.o.CPUProfile, h.outFile(s.Name, "cpu.pprof")), <-server)
 	}()
 	return done
 }
 
-// logFile is where a scheduler's log of this workload goes.
-func (h *harness) logFile(scheduler string) string {
-	return filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+scheduler+".log")
+// outFile is where a scheduler's file of this workload goes (its log,
+// its profiles), ending in ext.
+func (h *harness) outFile(scheduler, ext string) string {
+	return filepath.Join(h.o.LogDir, strings.ReplaceAll(h.w.Name, "/", "_")+"."+scheduler+"."+ext)
 }
 
 // startOperator starts the operator binary as it runs in a cluster, with
@@ -638,7 +642,7 @@ func (h *harness) startOperator() (*schedulerProcess, error) {
 		// The Extender workload's extender serves on loopback.
 		"--allowed-extender-url-prefixes=http://127.0.0.1:*",
 	}, h.w.schedulerArgs()...)
-	return startScheduler("profile-scheduler", h.o.Operator, h.logFile("profile-scheduler"), "http://"+metricsAddr+"/metrics", args...)
+	return startScheduler("profile-scheduler", h.o.Operator, h.outFile("profile-scheduler", "log"), "http://"+metricsAddr+"/metrics", args...)
 }
 
 // startShadow creates the workload's shadow of the measured profile and

@@ -63,7 +63,7 @@ func main() {
 		profile   time.Duration
 	)
 	flag.StringVar(&workloads, "workloads", "default", "Comma-separated workloads, or default, or all: "+workloadNames()+".")
-	flag.StringVar(&out, "out", "", "Directory to write results.json, the operator binary and the schedulers' logs into (default: a temporary directory, removed after a successful run).")
+	flag.StringVar(&out, "out", "", "Directory to write results.json, the operator binary, the schedulers' logs and their heap profiles at the end of each workload into (default: a temporary directory, removed after a successful run).")
 	flag.Float64Var(&qps, "kube-api-qps", 5000, "Client QPS of the schedulers (operator and kube-scheduler) and of the harness's binder (scheduler_perf raises it to 5000).")
 	flag.IntVar(&burst, "kube-api-burst", 5000, "Client burst of the schedulers and of the harness's binder.")
 	flag.IntVar(&workers, "workers", 32, "Goroutines the harness creates and binds pods with.")
@@ -182,9 +182,9 @@ func printTable(w io.Writer, r *Results) {
 				upstreamRatio = fmt.Sprintf("%.2f", res.UpstreamRatio)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n",
-			res.Name, res.Nodes, res.Pods, t.Average, t.Perc50, t.Perc90, t.Perc99,
-			ceiling, ratio, 1000*a.Perc50, 1000*a.Perc90, 1000*a.Perc99, upstream, upstreamRatio)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			res.Name, res.Nodes, res.Pods, t.Average, t.Perc50, t.Perc90, t.Perc99, ceiling, ratio,
+			a.format(a.Perc50, 1000, "%.2f"), a.format(a.Perc90, 1000, "%.2f"), a.format(a.Perc99, 1000, "%.2f"), upstream, upstreamRatio)
 	}
 	_ = tw.Flush()
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
 
 	dto "github.com/prometheus/client_model/go"
@@ -11,14 +14,49 @@ import (
 // Summary is a distribution: average and percentiles, as scheduler_perf
 // reports them.
 type Summary struct {
-	Average float64 `json:"average"`
-	Perc50  float64 `json:"perc50"`
-	Perc90  float64 `json:"perc90"`
-	Perc95  float64 `json:"perc95"`
-	Perc99  float64 `json:"perc99"`
+	Average float64    `json:"average"`
+	Perc50  Percentile `json:"perc50"`
+	Perc90  Percentile `json:"perc90"`
+	Perc95  Percentile `json:"perc95"`
+	Perc99  Percentile `json:"perc99"`
 	// Samples is how many values (per-second throughputs, or observations)
 	// the percentiles come from.
 	Samples int `json:"samples"`
+	// Exceeds, for a summary of a histogram, is its last finite bucket
+	// bound when a percentile lies beyond it: that percentile is known
+	// only to be larger, so it is +Inf here and null in JSON.
+	Exceeds float64 `json:"nullPercentilesExceed,omitempty"`
+}
+
+// Percentile is one percentile of a Summary. +Inf stands for a value
+// beyond the last finite bucket of a histogram (Summary.Exceeds); JSON
+// has no infinity, so it is written as null and read back as +Inf.
+type Percentile float64
+
+// MarshalJSON writes +Inf as null.
+func (p Percentile) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(p), 1) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(p))
+}
+
+// UnmarshalJSON reads null as +Inf.
+func (p *Percentile) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*p = Percentile(math.Inf(1))
+		return nil
+	}
+	return json.Unmarshal(data, (*float64)(p))
+}
+
+// format prints p with verb, scaled by unit; a percentile beyond the last
+// finite bucket prints as that bound, scaled, after ">".
+func (s Summary) format(p Percentile, unit float64, verb string) string {
+	if math.IsInf(float64(p), 1) {
+		return ">" + fmt.Sprintf(verb, unit*s.Exceeds)
+	}
+	return fmt.Sprintf(verb, unit*float64(p))
 }
 
 // summarize returns the percentiles of values; average is given, since a
@@ -28,10 +66,10 @@ func summarize(values []float64, average float64) Summary {
 	slices.Sort(sorted)
 	return Summary{
 		Average: average,
-		Perc50:  testenv.Percentile(sorted, 50),
-		Perc90:  testenv.Percentile(sorted, 90),
-		Perc95:  testenv.Percentile(sorted, 95),
-		Perc99:  testenv.Percentile(sorted, 99),
+		Perc50:  Percentile(testenv.Percentile(sorted, 50)),
+		Perc90:  Percentile(testenv.Percentile(sorted, 90)),
+		Perc95:  Percentile(testenv.Percentile(sorted, 95)),
+		Perc99:  Percentile(testenv.Percentile(sorted, 99)),
 		Samples: len(sorted),
 	}
 }
@@ -85,7 +123,9 @@ func (h histogram) minus(before histogram) histogram {
 }
 
 // quantile estimates quantile q (0..1) as Prometheus' histogram_quantile:
-// linear interpolation within the bucket that holds it.
+// linear interpolation within the bucket that holds it. Where that is the
+// +Inf bucket, Prometheus reports the last finite bound, which is only a
+// lower bound of the quantile; this says +Inf instead (Summary.Exceeds).
 func (h histogram) quantile(q float64) float64 {
 	if h.count == 0 {
 		return 0
@@ -94,6 +134,9 @@ func (h histogram) quantile(q float64) float64 {
 	lower, below := 0.0, uint64(0)
 	for i, upper := range h.bounds {
 		if float64(h.counts[i]) >= rank {
+			if math.IsInf(upper, 1) {
+				return upper
+			}
 			inBucket := float64(h.counts[i] - below)
 			if inBucket == 0 {
 				return upper
@@ -102,7 +145,8 @@ func (h histogram) quantile(q float64) float64 {
 		}
 		lower, below = upper, h.counts[i]
 	}
-	// Beyond the last bound: report the last bound, as Prometheus does.
+	// Beyond the last bound of a histogram without a +Inf bucket (never
+	// the case in the text format): report the last bound.
 	return lower
 }
 
@@ -111,12 +155,26 @@ func (h histogram) summary() Summary {
 	if h.count > 0 {
 		avg = h.sum / float64(h.count)
 	}
-	return Summary{
+	s := Summary{
 		Average: avg,
-		Perc50:  h.quantile(0.50),
-		Perc90:  h.quantile(0.90),
-		Perc95:  h.quantile(0.95),
-		Perc99:  h.quantile(0.99),
+		Perc50:  Percentile(h.quantile(0.50)),
+		Perc90:  Percentile(h.quantile(0.90)),
+		Perc95:  Percentile(h.quantile(0.95)),
+		Perc99:  Percentile(h.quantile(0.99)),
 		Samples: int(h.count),
 	}
+	if math.IsInf(float64(s.Perc99), 1) {
+		s.Exceeds = h.lastFiniteBound()
+	}
+	return s
+}
+
+// lastFiniteBound is the largest bucket bound below +Inf, 0 if none.
+func (h histogram) lastFiniteBound() float64 {
+	for i := len(h.bounds) - 1; i >= 0; i-- {
+		if !math.IsInf(h.bounds[i], 1) {
+			return h.bounds[i]
+		}
+	}
+	return 0
 }

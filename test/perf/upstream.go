@@ -79,7 +79,7 @@ func (h *harness) runUpstream(ctx context.Context, res *Result) error {
 		// these paths need no authorization.
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 	}, h.w.schedulerArgs()...)
-	ks, err := startScheduler("kube-scheduler", h.o.Upstream, h.logFile("kube-scheduler"), "https://"+addr+"/metrics", args...)
+	ks, err := startScheduler("kube-scheduler", h.o.Upstream, h.outFile("kube-scheduler", "log"), "https://"+addr+"/metrics", args...)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
-	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
 // Pod-group preemption (DefaultPreemption's PodGroupPostFilter) in a
@@ -33,15 +30,8 @@ var _ = Describe("Pod-group preemption", func() {
 		ns = newNamespace(ctx)
 		DeferCleanup(func(ctx SpecContext) { cleanUp(ctx, ns) })
 		low, high = newPriorityClass(ctx, "gang-low-"+ns, 1), newPriorityClass(ctx, "gang-high-"+ns, 100)
-		p := &configv1.KubeSchedulerProfile{
-			SchedulerName: ptr.To(profileName),
-			Plugins:       &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}}}},
-		}
-		fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true}))
-		Expect(err).NotTo(HaveOccurred())
+		fwk := publishGangProfile(ctx, profileName)
 		Expect(pluginNames(fwk.ListPlugins().PodGroupPostFilter.Enabled)).To(Equal([]string{"DynamicResources", "DefaultPreemption"}))
-		sched.Profiles().Publish(profileName, fwk)
-		DeferCleanup(func() { sched.Profiles().Remove(profileName, "spec ended") })
 	})
 
 	// placed creates a low-priority pod bound to node, asking for 1 CPU,
@@ -58,16 +48,7 @@ var _ = Describe("Pod-group preemption", func() {
 	// gang creates a high-priority PodGroup of n pods, all of them its
 	// gang's minCount, each asking for cpu, and returns their names.
 	gang := func(ctx context.Context, name string, n int, cpu string) []string {
-		pg := &schedulingv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: schedulingv1beta1.PodGroupSpec{
-				PriorityClassName: high,
-				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-					Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(n)}},
-			},
-		}
-		pg, err := cs.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		pg := newGang(ctx, ns, name, int32(n), high)
 		Expect(pg.Spec.Priority).To(HaveValue(BeEquivalentTo(100)), "the API server resolves the PodGroup's priority")
 		var members []string
 		for i := range n {
@@ -198,13 +179,7 @@ var _ = Describe("Pod-group preemption", func() {
 		}
 		const cannot = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining"
 		Eventually(messages).Should(ConsistOf("0/2 nodes are available: 2 Insufficient cpu.", cannot, cannot))
-		Eventually(func() ([]metav1.Condition, error) {
-			pg, err := cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, "too-big", metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return pg.Status.Conditions, nil
-		}).Should(ContainElement(And(
+		Eventually(podGroupConditions(ctx, ns, "too-big")).Should(ContainElement(And(
 			HaveField("Type", schedulingv1beta1.PodGroupInitiallyScheduled),
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1beta1.PodGroupReasonUnschedulable),

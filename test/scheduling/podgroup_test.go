@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedprofiles/profile-scheduler/internal/profilebuild"
+	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 	"github.com/schedprofiles/profile-scheduler/scheduler/runtime"
 )
 
@@ -27,70 +28,35 @@ var _ = Describe("A workload-aware profile", func() {
 		for i := range 4 {
 			newNode(ctx, fmt.Sprintf("gang-node-%d", i), "4")
 		}
-		p := &configv1.KubeSchedulerProfile{
-			SchedulerName: ptr.To(profileName),
-			Plugins:       &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}}}},
-		}
-		// As the reconciler does before it builds a workload-aware profile.
-		Expect(sched.StartPodGroupInformer(ctx)).To(Succeed())
-		fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true}))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(fwk.WorkloadAware()).To(BeTrue())
-		sched.Profiles().Publish(profileName, fwk)
-		DeferCleanup(func() { sched.Profiles().Remove(profileName, "spec ended") })
+		Expect(publishGangProfile(ctx, profileName).WorkloadAware()).To(BeTrue())
 
 		gang := func(name string, pods int) []string {
-			pg := &schedulingv1beta1.PodGroup{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-					Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}}},
-			}
-			_, err := cs.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
-			Expect(err).NotTo(HaveOccurred())
+			newGang(ctx, ns, name, 4, "")
 			var names []string
 			for i := range pods {
 				names = append(names, addMember(ctx, ns, name, i))
 			}
 			return names
 		}
-		nodesOf := func(names ...string) func() ([]string, error) {
-			return func() ([]string, error) {
-				var out []string
-				for _, n := range names {
-					pod, err := cs.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, pod.Spec.NodeName)
-				}
-				return out, nil
-			}
-		}
 
 		By("binding a gang of 4 with its 4 pods")
 		full := gang("full", 4)
-		Eventually(nodesOf(full...)).ShouldNot(ContainElement(""))
-		Eventually(func() ([]metav1.Condition, error) {
-			pg, err := cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, "full", metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return pg.Status.Conditions, nil
-		}).Should(ContainElement(And(
+		Eventually(nodesOf(ctx, ns, full...)).ShouldNot(ContainElement(""))
+		Eventually(podGroupConditions(ctx, ns, "full")).Should(ContainElement(And(
 			HaveField("Type", schedulingv1beta1.PodGroupInitiallyScheduled),
 			HaveField("Status", metav1.ConditionTrue),
 			HaveField("Reason", "Scheduled"))))
 
 		By("holding a gang of 4 with only 3 pods")
 		partial := gang("partial", 3)
-		Consistently(nodesOf(partial...)).WithTimeout(3 * time.Second).Should(HaveEach(""))
+		Consistently(nodesOf(ctx, ns, partial...)).WithTimeout(3 * time.Second).Should(HaveEach(""))
 		By("telling the PodGroup how many of minCount pods exist")
 		Eventually(eventNotes(ctx, ns, "partial", "WaitingForPods")).Should(ContainElement(
 			"waiting for minCount pods from a gang to appear in scheduling queue: 3 of minCount 4 pods exist"))
 
 		By("binding it whole once the 4th pod arrives")
 		partial = append(partial, addMember(ctx, ns, "partial", 3))
-		Eventually(nodesOf(partial...)).ShouldNot(ContainElement(""))
+		Eventually(nodesOf(ctx, ns, partial...)).ShouldNot(ContainElement(""))
 	})
 })
 
@@ -103,24 +69,9 @@ var _ = Describe("A PodGroup whose pods name different profiles", func() {
 		for i := range 2 {
 			newNode(ctx, fmt.Sprintf("mixed-node-%d", i), "4")
 		}
-		Expect(sched.StartPodGroupInformer(ctx)).To(Succeed())
-		for _, name := range []string{"gangs", "other-gangs"} {
-			p := &configv1.KubeSchedulerProfile{
-				SchedulerName: ptr.To(name),
-				Plugins:       &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}}}},
-			}
-			fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true}))
-			Expect(err).NotTo(HaveOccurred())
-			sched.Profiles().Publish(name, fwk)
-			DeferCleanup(func() { sched.Profiles().Remove(name, "spec ended") })
-		}
-		pg := &schedulingv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mixed"},
-			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 4}}},
-		}
-		_, err := cs.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		publishGangProfile(ctx, "gangs")
+		publishGangProfile(ctx, "other-gangs")
+		newGang(ctx, ns, "mixed", 4, "")
 		var members []string
 		for i := range 3 {
 			members = append(members, addMember(ctx, ns, "mixed", i))
@@ -147,13 +98,7 @@ var _ = Describe("A PodGroup whose pods name different profiles", func() {
 			Eventually(conditionOf(name)).Should(And(Not(BeNil()),
 				HaveField("Status", v1.ConditionFalse), HaveField("Message", ContainSubstring(reason))))
 		}
-		Eventually(func() ([]metav1.Condition, error) {
-			pg, err := cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, "mixed", metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return pg.Status.Conditions, nil
-		}).Should(ContainElement(And(
+		Eventually(podGroupConditions(ctx, ns, "mixed")).Should(ContainElement(And(
 			HaveField("Type", schedulingv1beta1.PodGroupInitiallyScheduled),
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1beta1.PodGroupReasonSchedulerError),
@@ -163,19 +108,70 @@ var _ = Describe("A PodGroup whose pods name different profiles", func() {
 		zero := int64(0)
 		Expect(cs.CoreV1().Pods(ns).Delete(ctx, stranger, metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
 		members = append(members, addMember(ctx, ns, "mixed", 4))
-		Eventually(func() ([]string, error) {
-			var out []string
-			for _, n := range members {
-				pod, err := cs.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, pod.Spec.NodeName)
-			}
-			return out, nil
-		}).WithTimeout(30 * time.Second).ShouldNot(ContainElement(""))
+		Eventually(nodesOf(ctx, ns, members...)).WithTimeout(30 * time.Second).ShouldNot(ContainElement(""))
 	})
 })
+
+// publishGangProfile builds a workload-aware profile name enabling
+// GangScheduling, after starting the PodGroup informer as the reconciler
+// does, and has it serve until the spec ends.
+func publishGangProfile(ctx context.Context, name string) framework.Framework {
+	Expect(sched.StartPodGroupInformer(ctx)).To(Succeed())
+	p := &configv1.KubeSchedulerProfile{
+		SchedulerName: ptr.To(name),
+		Plugins:       &configv1.Plugins{MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: "GangScheduling"}}}},
+	}
+	fwk, err := profilebuild.Builder(sched)(ctx, p, runtime.WithWorkloadGates(runtime.WorkloadGates{GenericWorkload: true}))
+	Expect(err).NotTo(HaveOccurred())
+	sched.Profiles().Publish(name, fwk)
+	DeferCleanup(func() { sched.Profiles().Remove(name, "spec ended") })
+	return fwk
+}
+
+// newGang creates the PodGroup name of ns, a gang of minCount pods of
+// priority class pc ("" for none), and returns it as the API server
+// stored it.
+func newGang(ctx context.Context, ns, name string, minCount int32, pc string) *schedulingv1beta1.PodGroup {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			PriorityClassName: pc,
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
+		},
+	}
+	pg, err := cs.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return pg
+}
+
+// podGroupConditions returns the status conditions of the PodGroup name
+// of ns.
+func podGroupConditions(ctx context.Context, ns, name string) func() ([]metav1.Condition, error) {
+	return func() ([]metav1.Condition, error) {
+		pg, err := cs.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return pg.Status.Conditions, nil
+	}
+}
+
+// nodesOf returns the nodes the pods names of ns are bound to, "" for
+// one not bound.
+func nodesOf(ctx context.Context, ns string, names ...string) func() ([]string, error) {
+	return func() ([]string, error) {
+		var out []string
+		for _, n := range names {
+			pod, err := getPod(ctx, ns, n)()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pod.Spec.NodeName)
+		}
+		return out, nil
+	}
+}
 
 // addMember creates pod i of PodGroup group, asking for 1 CPU, and returns its name.
 func addMember(ctx context.Context, ns, group string, i int) string {

@@ -430,7 +430,7 @@ func (d *decider) decide(ctx context.Context, t target) error {
 	if err != nil {
 		return err
 	}
-	return d.decideWaitingPod(ctx, wp)
+	return d.decideWaitingPod(ctx, wp, true)
 }
 
 // changedError says a WaitingPod changed between being read and decided.
@@ -443,14 +443,11 @@ func (e *changedError) Error() string {
 }
 
 // decideWaitingPod records the decision on wp as read, unless it changed
-// since.
-func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod) error {
+// since. alone says wp was named by itself rather than as a member of a
+// group, whose summary line says what becomes of the members.
+func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.WaitingPod, alone bool) error {
 	if wp.Spec.Decision != "" {
-		by := ""
-		if wp.Spec.DecidedBy != "" {
-			by = " by " + wp.Spec.DecidedBy
-		}
-		return fmt.Errorf("waitingpod %s/%s was already %s%s; a decision cannot be changed", wp.Namespace, wp.Name, approval.Verb(wp.Spec.Decision), by)
+		return alreadyDecided(wp)
 	}
 	if others, held := approval.HeldByOthersOnly(wp); held {
 		// Recording the decision would report a success that releases
@@ -505,22 +502,63 @@ func (d *decider) decideWaitingPod(ctx context.Context, wp *schedulingv1alpha1.W
 			wp.Spec.ProfileUID = sp.UID
 		}
 	}
-	if d.opts.dryRun == "client" {
-		d.report("waitingpod/"+wp.Name, approval.Verb(d.opts.decision), wp.Spec.PodUID, wp.Status.Profile, "")
-		d.warnStillHeld(wp)
-		return nil
-	}
-	// The optimistic lock turns a race with another approver into a
-	// conflict instead of silently overwriting their decision.
-	if err := d.client.patchWaitingPod(ctx, orig, wp, d.opts.dryRun == "server"); err != nil {
-		if apierrors.IsConflict(err) {
-			return &changedError{namespace: wp.Namespace, name: wp.Name}
+	if d.opts.dryRun != "client" {
+		// The optimistic lock turns a race with another approver into a
+		// conflict instead of silently overwriting their decision.
+		if err := d.client.patchWaitingPod(ctx, orig, wp, d.opts.dryRun == "server"); err != nil {
+			if apierrors.IsConflict(err) {
+				return &changedError{namespace: wp.Namespace, name: wp.Name}
+			}
+			return err
 		}
-		return err
 	}
-	d.report("waitingpod/"+wp.Name, approval.Verb(d.opts.decision), wp.Spec.PodUID, wp.Status.Profile, "")
+	note := ""
+	if gangs := d.gangsHolding(wp); alone && len(gangs) > 0 {
+		note = fmt.Sprintf("%s releases it once %s is complete", strings.Join(gangs, ", "), groupSubject(wp.Status.PodGroup))
+	}
+	d.report("waitingpod/"+wp.Name, approval.Verb(d.opts.decision), wp.Spec.PodUID, wp.Status.Profile, note)
 	d.warnStillHeld(wp)
 	return nil
+}
+
+// alreadyDecided is the error of a decision on wp, which has one already:
+// it cannot change, but a rejection can be undone, which is worth knowing
+// to whoever tries to decide it again.
+func alreadyDecided(wp *schedulingv1alpha1.WaitingPod) error {
+	by := ""
+	if wp.Spec.DecidedBy != "" {
+		by = " by " + wp.Spec.DecidedBy
+	}
+	if wp.Spec.Decision == schedulingv1alpha1.DecisionReject {
+		return fmt.Errorf("waitingpod %s/%s was already rejected%s; a decision cannot be changed, but a rejection can be undone: "+
+			"kubectl reject --undo waitingpod/%s -n %s schedules the pod again, to be held for a new decision",
+			wp.Namespace, wp.Name, by, wp.Name, wp.Namespace)
+	}
+	return fmt.Errorf("waitingpod %s/%s was already %s%s; a decision cannot be changed, and an approval cannot be undone",
+		wp.Namespace, wp.Name, approval.Verb(wp.Spec.Decision), by)
+}
+
+// gangsHolding are the gang plugins that still hold wp, as the operator
+// shows, after an approval: they release it with its gang
+// (approval.AfterApproval). A rejection ends the gang's hold too.
+func (d *decider) gangsHolding(wp *schedulingv1alpha1.WaitingPod) []string {
+	if d.opts.decision != schedulingv1alpha1.DecisionApprove {
+		return nil
+	}
+	gangs, _ := approval.AfterApproval(approval.PendingPlugins(wp))
+	return gangs
+}
+
+// groupSubject is how a WaitingPod's status.podGroup is printed: as
+// podGroupAPI.subject prints the kind it names.
+func groupSubject(podGroup string) string {
+	switch name, ok := approval.WorkloadPodGroupName(podGroup); {
+	case ok:
+		return podGroupWorkload.subject(name)
+	case podGroup != "":
+		return podGroupCoscheduling.subject(podGroup)
+	}
+	return "its group"
 }
 
 // report prints the line of one pod decided: what was done to subject,
@@ -544,14 +582,16 @@ func (d *decider) report(subject, done string, uid types.UID, profile, note stri
 	fmt.Fprintf(d.stdout, "%s %s (%s)%s\n", subject, done, strings.Join(details, ", "), note)
 }
 
-// warnStillHeld tells the approver of a pod that other Permit plugins hold
-// too that it stays held: the approval succeeded, so this is a warning next
-// to the result, not part of it.
+// warnStillHeld tells the approver of a pod that Permit plugins other than
+// a gang's hold too that it stays held: the approval succeeded, so this is
+// a warning next to the result, not part of it. A gang's hold is no cause
+// for one: it ends by itself once the gang is complete, which the result
+// says.
 func (d *decider) warnStillHeld(wp *schedulingv1alpha1.WaitingPod) {
 	if d.opts.decision != schedulingv1alpha1.DecisionApprove {
 		return
 	}
-	if others := approval.OtherPlugins(approval.PendingPlugins(wp)); len(others) > 0 {
+	if _, others := approval.AfterApproval(approval.PendingPlugins(wp)); len(others) > 0 {
 		fmt.Fprintf(d.stderr, "Warning: waitingpod/%s is still held by %s, which an approval does not release\n", wp.Name, strings.Join(others, ", "))
 	}
 }

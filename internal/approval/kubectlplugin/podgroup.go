@@ -241,6 +241,8 @@ func (d *decider) decideGroup(ctx context.Context, t target) (int, []string) {
 		return 1, []string{subject}
 	}
 	var failed []string
+	// gangs are the gang plugins still holding members approved now.
+	var gangs []string
 	decided, already := 0, 0
 	for _, wp := range members {
 		// Running the command again for members that reached Permit later
@@ -255,13 +257,26 @@ func (d *decider) decideGroup(ctx context.Context, t target) (int, []string) {
 		if err := d.decideMember(ctx, api, t.name, wp); err != nil {
 			fmt.Fprintf(d.stderr, "error: %v\n", err)
 			failed = append(failed, wp.Name)
+			continue
+		}
+		for _, g := range d.gangsHolding(wp) {
+			if !slices.Contains(gangs, g) {
+				gangs = append(gangs, g)
+			}
 		}
 	}
 	summary := fmt.Sprintf("%s: %d of %d members %s", subject, decided-len(failed), decided, approval.Verb(d.opts.decision))
 	if already > 0 {
 		summary += fmt.Sprintf(", %d already were", already)
 	}
-	fmt.Fprintf(d.stdout, "%s%s\n", summary, d.dryRunSuffix())
+	summary += d.dryRunSuffix()
+	if len(gangs) > 0 {
+		// What a new approver of a gang wants to know: the approval is
+		// done, and the gang goes by itself once it is whole.
+		slices.Sort(gangs)
+		summary += fmt.Sprintf("; %s releases them once the group is complete", strings.Join(gangs, ", "))
+	}
+	fmt.Fprintln(d.stdout, summary)
 	return decided, failed
 }
 
@@ -282,7 +297,7 @@ func (d *decider) decideMember(ctx context.Context, api podGroupAPI, group strin
 	if api == podGroupWorkload {
 		shown = approval.WorkloadPodGroup(group)
 	}
-	err := d.decideWaitingPod(ctx, wp)
+	err := d.decideWaitingPod(ctx, wp, false)
 	var changed *changedError
 	for range memberAttempts - 1 {
 		if !errors.As(err, &changed) {
@@ -292,7 +307,7 @@ func (d *decider) decideMember(ctx context.Context, api podGroupAPI, group strin
 		if getErr != nil || cur.UID != wp.UID || cur.Status.PodUID != wp.Status.PodUID || cur.Status.PodGroup != shown {
 			break
 		}
-		err = d.decideWaitingPod(ctx, cur)
+		err = d.decideWaitingPod(ctx, cur, false)
 	}
 	return err
 }

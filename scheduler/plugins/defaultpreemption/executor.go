@@ -88,11 +88,11 @@ func (p podGroupPreemptor) kind() string    { return string(framework.PodGroupKe
 func (pl *defaultPreemption) actuateAsync(c *candidate, preemptor executorPreemptor) {
 	logger := klog.FromContext(pl.bgCtx)
 	// Every chosen victim counts, also when none needs an API call
-	// (upstream 1.37; 1.36 observed only preemptions that sent one). A
-	// pod group's go to upstream's scheduler_workload_preemption_victims,
-	// not built yet.
+	// (upstream 1.37; 1.36 observed only preemptions that sent one).
 	if preemptor.kind() == preemptorPod {
 		pl.fh.Metrics().PreemptionVictims.Observe(float64(len(c.victims)))
+	} else {
+		pl.fh.Metrics().WorkloadPreemptionVictims.WithLabelValues().Observe(float64(len(c.victims)))
 	}
 	if c.numPDBViolations > 0 {
 		pl.fh.Metrics().PreemptionPDBViolations.WithLabelValues(preemptor.kind()).Add(float64(c.numPDBViolations))

@@ -44,6 +44,30 @@ func statusPatches(t *testing.T, e *env) map[string]v1.PodStatus {
 	return out
 }
 
+// checkDisruptionTarget checks the DisruptionTarget condition pod's status
+// was patched with: the scheduler's reason, message, and the pod's
+// generation.
+func checkDisruptionTarget(t *testing.T, patches map[string]v1.PodStatus, pod, message string, generation int64) {
+	t.Helper()
+	var cond *v1.PodCondition
+	for i := range patches[pod].Conditions {
+		if c := &patches[pod].Conditions[i]; c.Type == v1.DisruptionTarget {
+			cond = c
+		}
+	}
+	if cond == nil {
+		t.Fatalf("%s got no DisruptionTarget condition; patches: %v", pod, patches)
+	}
+	want := v1.PodCondition{
+		Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
+		Message: message, ObservedGeneration: generation,
+	}
+	cond.LastTransitionTime = want.LastTransitionTime
+	if diff := cmp.Diff(want, *cond); diff != "" {
+		t.Errorf("condition (-want +got):\n%s", diff)
+	}
+}
+
 func drainEvents(e *env) []string {
 	var out []string
 	for {
@@ -99,23 +123,7 @@ func TestActuation(t *testing.T) {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 	patches := statusPatches(t, e)
-	var cond *v1.PodCondition
-	for i := range patches["victim"].Conditions {
-		if c := &patches["victim"].Conditions[i]; c.Type == v1.DisruptionTarget {
-			cond = c
-		}
-	}
-	if cond == nil {
-		t.Fatalf("the victim got no DisruptionTarget condition; patches: %v", patches)
-	}
-	want := v1.PodCondition{
-		Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
-		Message: "default-scheduler: preempting to accommodate a higher priority pod", ObservedGeneration: 3,
-	}
-	cond.LastTransitionTime = want.LastTransitionTime
-	if diff := cmp.Diff(want, *cond); diff != "" {
-		t.Errorf("condition (-want +got):\n%s", diff)
-	}
+	checkDisruptionTarget(t, patches, "victim", "default-scheduler: preempting to accommodate a higher priority pod", 3)
 	if st, ok := patches["nominated"]; !ok || st.NominatedNodeName != "" {
 		t.Errorf("the lower-priority nominated pod was not cleared: %v", patches)
 	}

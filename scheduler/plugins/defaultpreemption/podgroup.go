@@ -34,6 +34,11 @@ const podGroupDomain = "cluster"
 // nominates each placed pod to its node. Ending the session puts the
 // snapshot back as it was. Messages are prefixed "pod group preemption: ".
 func (pl *defaultPreemption) PodGroupPostFilter(ctx context.Context, _ framework.PodGroupCycleState, pgInfo *framework.PodGroupInfo, pgSchedulingFunc framework.PodGroupSchedulingFunc) (_ *framework.PodGroupPostFilterResult, status *framework.Status) {
+	// As upstream: counted by the code of the status returned, that of
+	// ending the session included.
+	defer func() {
+		pl.fh.Metrics().WorkloadPreemptionAttempts.WithLabelValues(status.Code().String()).Inc()
+	}()
 	if !pl.fts.EnableGenericWorkload {
 		// The runtime runs this point only in workload-aware profiles,
 		// whose plugins get the feature.

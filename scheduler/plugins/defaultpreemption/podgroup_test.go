@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +192,24 @@ func TestMoreImportantVictim(t *testing.T) {
 // whole, on every node, and pods of groups are kept before lone pods.
 func TestPostFilterWithGenericWorkload(t *testing.T) {
 	nodes := []*v1.Node{makeNode("n1", "2").Obj(), makeNode("n2", "2").Obj()}
+	// groupOnTwoNodes has the group pg's pods on n1 and n2, and a lone pod
+	// beside the first.
+	groupOnTwoNodes := func() []*v1.Pod {
+		return []*v1.Pod{
+			placed("g1", "n1", 1, "1", 0).PodGroupName("pg").Obj(),
+			placed("g2", "n2", 1, "2", 0).PodGroupName("pg").Obj(),
+			placed("lone", "n1", 1, "1", 0).Obj(),
+		}
+	}
+	// memberBesideLone has a member of pg on n1 beside an older lone pod,
+	// n2 being full.
+	memberBesideLone := func() []*v1.Pod {
+		return []*v1.Pod{
+			placed("member", "n1", 1, "1", 5).PodGroupName("pg").Obj(),
+			placed("lone", "n1", 1, "1", 0).Obj(),
+			placed("full", "n2", 100, "2", 0).Obj(),
+		}
+	}
 	tests := []struct {
 		name        string
 		features    feature.Features
@@ -203,54 +223,38 @@ func TestPostFilterWithGenericWorkload(t *testing.T) {
 		{
 			// n1 would cost the group and the lone pod, n2 the group only;
 			// the group's pod on n1 goes too.
-			name:      "GenericWorkload enabled, a PodGroup with disruptionMode All is preempted whole",
-			features:  genericWorkload(),
-			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, true)},
-			pods: []*v1.Pod{
-				placed("g1", "n1", 1, "1", 0).PodGroupName("pg").Obj(),
-				placed("g2", "n2", 1, "2", 0).PodGroupName("pg").Obj(),
-				placed("lone", "n1", 1, "1", 0).Obj(),
-			},
+			name:        "GenericWorkload enabled, a PodGroup with disruptionMode All is preempted whole",
+			features:    genericWorkload(),
+			podGroups:   []*schedulingv1beta1.PodGroup{podGroup("pg", 1, true)},
+			pods:        groupOnTwoNodes(),
 			preemptor:   preemptor(10, "2").Obj(),
 			wantNode:    "n2",
 			wantVictims: []string{"g1", "g2"},
 			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 2 victims",
 		},
 		{
-			name:      "GenericWorkload disabled, only the pods on the node",
-			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, true)},
-			pods: []*v1.Pod{
-				placed("g1", "n1", 1, "1", 0).PodGroupName("pg").Obj(),
-				placed("g2", "n2", 1, "2", 0).PodGroupName("pg").Obj(),
-				placed("lone", "n1", 1, "1", 0).Obj(),
-			},
+			name:        "GenericWorkload disabled, only the pods on the node",
+			podGroups:   []*schedulingv1beta1.PodGroup{podGroup("pg", 1, true)},
+			pods:        groupOnTwoNodes(),
 			preemptor:   preemptor(10, "2").Obj(),
 			wantNode:    "n2",
 			wantVictims: []string{"g2"},
 			wantMessage: "preemption: found a potential placement for pod on node n2, preempting 1 victims",
 		},
 		{
-			name:      "GenericWorkload enabled, a pod of a group is kept before an older lone pod",
-			features:  genericWorkload(),
-			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, false)},
-			pods: []*v1.Pod{
-				placed("member", "n1", 1, "1", 5).PodGroupName("pg").Obj(),
-				placed("lone", "n1", 1, "1", 0).Obj(),
-				placed("full", "n2", 100, "2", 0).Obj(),
-			},
+			name:        "GenericWorkload enabled, a pod of a group is kept before an older lone pod",
+			features:    genericWorkload(),
+			podGroups:   []*schedulingv1beta1.PodGroup{podGroup("pg", 1, false)},
+			pods:        memberBesideLone(),
 			preemptor:   preemptor(10, "1").Obj(),
 			wantNode:    "n1",
 			wantVictims: []string{"lone"},
 			wantMessage: "preemption: found a potential placement for pod on node n1, preempting 1 victims",
 		},
 		{
-			name:      "GenericWorkload disabled, the older lone pod is kept",
-			podGroups: []*schedulingv1beta1.PodGroup{podGroup("pg", 1, false)},
-			pods: []*v1.Pod{
-				placed("member", "n1", 1, "1", 5).PodGroupName("pg").Obj(),
-				placed("lone", "n1", 1, "1", 0).Obj(),
-				placed("full", "n2", 100, "2", 0).Obj(),
-			},
+			name:        "GenericWorkload disabled, the older lone pod is kept",
+			podGroups:   []*schedulingv1beta1.PodGroup{podGroup("pg", 1, false)},
+			pods:        memberBesideLone(),
 			preemptor:   preemptor(10, "1").Obj(),
 			wantNode:    "n1",
 			wantVictims: []string{"member"},
@@ -278,10 +282,7 @@ func TestPostFilterWithGenericWorkload(t *testing.T) {
 			if tt.wantNode != "" && (result == nil || result.NominatedNodeName != tt.wantNode) {
 				t.Errorf("result = %v, want node %s", result, tt.wantNode)
 			}
-			e.pl.inFlight.Wait()
-			if diff := cmp.Diff(tt.wantVictims, sets.List(deletedPods(e)), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("deleted (-want +got):\n%s", diff)
-			}
+			checkDeleted(t, e, tt.wantVictims)
 		})
 	}
 }
@@ -333,20 +334,47 @@ func oneGroupPodPerNode(t *testing.T, e *env, pods []*v1.Pod, runs *int) framewo
 	}
 }
 
+// preemptorMember is a pod of the PodGroup "preemptor", of its priority,
+// requesting cpuQ.
+func preemptorMember(name, cpuQ string) *st.PodWrapper {
+	return st.MakePod().Name(name).PodGroupName("preemptor").Priority(10).Req(cpu(cpuQ)).SchedulerName("default-scheduler")
+}
+
+// newPreemptorEnv is newEnv with GenericWorkload, cfg's pods and members,
+// and the PodGroup "preemptor" (priority 10, disruptionMode All) before
+// cfg's; it returns the env and the group of members as the pod-group
+// cycle hands it to PodGroupPostFilter.
+func newPreemptorEnv(t *testing.T, cfg envConfig, members []*v1.Pod) (*env, *framework.PodGroupInfo) {
+	t.Helper()
+	group := podGroup("preemptor", 10, true)
+	cfg.pods = append(append([]*v1.Pod{}, cfg.pods...), members...)
+	cfg.podGroups = append([]*schedulingv1beta1.PodGroup{group}, cfg.podGroups...)
+	cfg.features = genericWorkload()
+	e := newEnv(t, cfg)
+	return e, &framework.PodGroupInfo{Namespace: "default", Name: "preemptor", Type: framework.PodGroupKeyType, UnscheduledPods: members, PodGroup: group}
+}
+
+// checkDeleted waits for the preemptions under way and compares the pods
+// deleted through the API with want.
+func checkDeleted(t *testing.T, e *env, want []string) {
+	t.Helper()
+	e.pl.inFlight.Wait()
+	if diff := cmp.Diff(want, sets.List(deletedPods(e)), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}
+
 // Ported from upstream's podgrouppreemption_test.go, on our test builders.
 func TestPodGroupPostFilter(t *testing.T) {
 	nodes := []*v1.Node{makeNode("n1", "2").Obj(), makeNode("n2", "2").Obj(), makeNode("n3", "2").Obj()}
-	member := func(name string, cpuQ string) *st.PodWrapper {
-		return st.MakePod().Name(name).PodGroupName("preemptor").Priority(10).Req(cpu(cpuQ)).SchedulerName("default-scheduler")
-	}
 	never := v1.PreemptNever
-	neverMember := member("m2", "2").Obj()
+	neverMember := preemptorMember("m2", "2").Obj()
 	neverMember.Spec.PreemptionPolicy = &never
 	terminating := placed("terminating", "n1", 1, "1", 0).Obj()
 	now := metav1.Now()
 	terminating.DeletionTimestamp = &now
 	terminating.Status.Conditions = []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler}}
-	nominatedMember := member("m1", "2").NominatedNodeName("n1").Obj()
+	nominatedMember := preemptorMember("m1", "2").NominatedNodeName("n1").Obj()
 
 	tests := []struct {
 		name            string
@@ -366,7 +394,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				placed("low2", "n2", 1, "2", 0).Obj(),
 				placed("mid3", "n3", 5, "2", 0).Obj(),
 			},
-			members:     []*v1.Pod{member("m1", "2").Obj(), member("m2", "2").Obj()},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj(), preemptorMember("m2", "2").Obj()},
 			wantCode:    framework.Success,
 			wantMessage: "pod group preemption: found a placement for podgroup, preempting 2 victims",
 			wantNominations: map[types.NamespacedName]*framework.NominatingInfo{
@@ -383,7 +411,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				placed("small", "n2", 1, "1", 0).Obj(),
 				placed("high", "n3", 100, "2", 0).Obj(),
 			},
-			members:     []*v1.Pod{member("m1", "2").Obj(), member("m2", "1").Obj()},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj(), preemptorMember("m2", "1").Obj()},
 			wantCode:    framework.Success,
 			wantMessage: "pod group preemption: found a placement for podgroup, preempting 1 victims",
 			wantNominations: map[types.NamespacedName]*framework.NominatingInfo{
@@ -401,7 +429,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				placed("v2", "n2", 1, "1", 0).PodGroupName("victim").Obj(),
 				placed("high", "n3", 100, "2", 0).Obj(),
 			},
-			members:     []*v1.Pod{member("m1", "2").Obj()},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj()},
 			wantCode:    framework.Success,
 			wantMessage: "pod group preemption: found a placement for podgroup, preempting 2 victims",
 			wantNominations: map[types.NamespacedName]*framework.NominatingInfo{
@@ -413,14 +441,14 @@ func TestPodGroupPostFilter(t *testing.T) {
 		{
 			name:        "no lower-priority victim",
 			placed:      []*v1.Pod{placed("high", "n1", 100, "2", 0).Obj()},
-			members:     []*v1.Pod{member("m1", "2").Obj()},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj()},
 			wantCode:    framework.UnschedulableAndUnresolvable,
 			wantMessage: "pod group preemption: No preemption victims found for incoming preemptor",
 		},
 		{
 			name:        "the group does not fit even without the victims",
 			placed:      []*v1.Pod{placed("low1", "n1", 1, "2", 0).Obj()},
-			members:     []*v1.Pod{member("m1", "2").Obj(), member("m2", "2").Obj(), member("m3", "2").Obj(), member("m4", "2").Obj()},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj(), preemptorMember("m2", "2").Obj(), preemptorMember("m3", "2").Obj(), preemptorMember("m4", "2").Obj()},
 			wantCode:    framework.Unschedulable,
 			wantMessage: "pod group preemption: the group does not fit",
 			wantRuns:    1,
@@ -428,7 +456,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 		{
 			name:        "a member with preemptionPolicy Never",
 			placed:      []*v1.Pod{placed("low1", "n1", 1, "2", 0).Obj()},
-			members:     []*v1.Pod{member("m1", "2").Obj(), neverMember},
+			members:     []*v1.Pod{preemptorMember("m1", "2").Obj(), neverMember},
 			wantCode:    framework.Unschedulable,
 			wantMessage: "pod group preemption: not eligible due to preemptionPolicy=Never.",
 		},
@@ -445,14 +473,9 @@ func TestPodGroupPostFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			group := podGroup("preemptor", 10, true)
-			e := newEnv(t, envConfig{
-				nodes: nodes, pods: append(append([]*v1.Pod{}, tt.placed...), tt.members...),
-				podGroups: append([]*schedulingv1beta1.PodGroup{group}, tt.podGroups...), features: genericWorkload(),
-			})
+			e, pgInfo := newPreemptorEnv(t, envConfig{nodes: nodes, pods: tt.placed, podGroups: tt.podGroups}, tt.members)
 			before := podsOnNodes(e)
 			runs := 0
-			pgInfo := &framework.PodGroupInfo{Namespace: "default", Name: "preemptor", Type: framework.PodGroupKeyType, UnscheduledPods: tt.members, PodGroup: group}
 			result, status := e.pl.PodGroupPostFilter(context.Background(), framework.NewCycleState(), pgInfo, oneGroupPodPerNode(t, e, tt.members, &runs))
 			if status.Code() != tt.wantCode {
 				t.Errorf("code = %v, want %v", status.Code(), tt.wantCode)
@@ -473,12 +496,59 @@ func TestPodGroupPostFilter(t *testing.T) {
 			if diff := cmp.Diff(before, podsOnNodes(e)); diff != "" {
 				t.Errorf("the snapshot was not restored (-before +after):\n%s", diff)
 			}
-			e.pl.inFlight.Wait()
-			if diff := cmp.Diff(tt.wantVictims, sets.List(deletedPods(e)), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("deleted (-want +got):\n%s", diff)
+			checkDeleted(t, e, tt.wantVictims)
+			m := e.fwk.Metrics()
+			if diff := cmp.Diff(map[string]float64{tt.wantCode.String(): 1}, counterValues(t, m.WorkloadPreemptionAttempts, "result")); diff != "" {
+				t.Errorf("scheduler_workload_preemption_attempts_total (-want +got):\n%s", diff)
+			}
+			var wantVictims []uint64
+			if tt.wantVictims != nil {
+				wantVictims = []uint64{1, uint64(len(tt.wantVictims))}
+			}
+			if diff := cmp.Diff(wantVictims, histogramCountAndSum(t, m.WorkloadPreemptionVictims)); diff != "" {
+				t.Errorf("scheduler_workload_preemption_victims [count, sum] (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// counterValues returns the value of each series of vec by its label.
+func counterValues(t *testing.T, vec *prometheus.CounterVec, label string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 16)
+	vec.Collect(ch)
+	close(ch)
+	out := map[string]float64{}
+	for metric := range ch {
+		var m dto.Metric
+		if err := metric.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				out[l.GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// histogramCountAndSum returns the count and the sum of the one series of
+// the unlabelled vec, nil before its first observation.
+func histogramCountAndSum(t *testing.T, vec *prometheus.HistogramVec) []uint64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	vec.Collect(ch)
+	close(ch)
+	var out []uint64
+	for metric := range ch {
+		var m dto.Metric
+		if err := metric.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		out = []uint64{m.GetHistogram().GetSampleCount(), uint64(m.GetHistogram().GetSampleSum())}
+	}
+	return out
 }
 
 // podsOnNodes returns, per node of the snapshot, its pods and requested cpu.
@@ -498,13 +568,11 @@ func podsOnNodes(e *env) map[string][]string {
 // TestPodGroupActuation checks what the victims of a pod-group
 // preemption get, and that the group's pods wait for it in PreEnqueue.
 func TestPodGroupActuation(t *testing.T) {
-	group := podGroup("preemptor", 10, true)
 	victimPod := placed("victim", "n1", 1, "2", 0).Obj()
 	victimPod.Generation = 2
-	m1 := st.MakePod().Name("m1").PodGroupName("preemptor").Priority(10).Req(cpu("2")).SchedulerName("default-scheduler").Obj()
+	m1 := preemptorMember("m1", "2").Obj()
 	stranger := st.MakePod().Name("stranger").PodGroupName("other").Priority(10).Obj()
-	e := newEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{victimPod, m1, stranger},
-		podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload()})
+	e, pgInfo := newPreemptorEnv(t, envConfig{nodes: []*v1.Node{makeNode("n1", "2").Obj()}, pods: []*v1.Pod{victimPod, stranger}}, []*v1.Pod{m1})
 
 	release := make(chan struct{})
 	e.cs.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
@@ -513,7 +581,6 @@ func TestPodGroupActuation(t *testing.T) {
 	})
 	ctx := context.Background()
 	runs := 0
-	pgInfo := &framework.PodGroupInfo{Namespace: "default", Name: "preemptor", Type: framework.PodGroupKeyType, UnscheduledPods: []*v1.Pod{m1}, PodGroup: group}
 	if _, status := e.pl.PodGroupPostFilter(ctx, framework.NewCycleState(), pgInfo, oneGroupPodPerNode(t, e, []*v1.Pod{m1}, &runs)); !status.IsSuccess() {
 		t.Fatalf("PodGroupPostFilter = %v", status)
 	}
@@ -530,23 +597,7 @@ func TestPodGroupActuation(t *testing.T) {
 	}
 
 	patches := statusPatches(t, e)
-	var cond *v1.PodCondition
-	for i := range patches["victim"].Conditions {
-		if c := &patches["victim"].Conditions[i]; c.Type == v1.DisruptionTarget {
-			cond = c
-		}
-	}
-	if cond == nil {
-		t.Fatalf("the victim got no DisruptionTarget condition; patches: %v", patches)
-	}
-	want := v1.PodCondition{
-		Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
-		Message: "default-scheduler: preempting to accommodate a higher priority podgroup", ObservedGeneration: 2,
-	}
-	cond.LastTransitionTime = want.LastTransitionTime
-	if diff := cmp.Diff(want, *cond); diff != "" {
-		t.Errorf("condition (-want +got):\n%s", diff)
-	}
+	checkDisruptionTarget(t, patches, "victim", "default-scheduler: preempting to accommodate a higher priority podgroup", 2)
 	if diff := cmp.Diff([]string{"Normal Preempted Preempted by podgroup uid-preemptor on node cluster"}, drainEvents(e)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -562,7 +613,7 @@ func TestPodGroupActuation(t *testing.T) {
 // InterPodAffinity from skipping.
 func TestPodGroupPostFilterSnapshotAggregates(t *testing.T) {
 	member := func(name string) *st.PodWrapper {
-		return st.MakePod().Name(name).UID(name).PodGroupName("preemptor").Priority(10).Req(cpu("1")).SchedulerName("default-scheduler").Label("app", "gang")
+		return preemptorMember(name, "1").UID(name).Label("app", "gang")
 	}
 	spread := st.PodAffinityTerm("app", "gang", v1.LabelHostname)
 	nodes := []*v1.Node{makeNode("n1", "4").Obj(), makeNode("n2", "4").Obj(), makeNode("n3", "4").Obj()}
@@ -602,15 +653,9 @@ func TestPodGroupPostFilterSnapshotAggregates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			group := podGroup("preemptor", 10, true)
-			e := newEnv(t, envConfig{
-				nodes: nodes, pods: append(append([]*v1.Pod{}, tt.placed...), tt.members...),
-				podGroups: []*schedulingv1beta1.PodGroup{group}, features: genericWorkload(),
-				pvcs: []*v1.PersistentVolumeClaim{rwop},
-			})
+			e, pgInfo := newPreemptorEnv(t, envConfig{nodes: nodes, pods: tt.placed, pvcs: []*v1.PersistentVolumeClaim{rwop}}, tt.members)
 			before := aggregatesOf(e)
 			runs := 0
-			pgInfo := &framework.PodGroupInfo{Namespace: "default", Name: "preemptor", Type: framework.PodGroupKeyType, UnscheduledPods: tt.members, PodGroup: group}
 			result, status := e.pl.PodGroupPostFilter(context.Background(), framework.NewCycleState(), pgInfo, allMembersFirstFit(t, e, tt.members, &runs))
 			if !status.IsSuccess() {
 				t.Fatalf("PodGroupPostFilter = %v, want Success", status)
@@ -621,10 +666,7 @@ func TestPodGroupPostFilterSnapshotAggregates(t *testing.T) {
 			if diff := cmp.Diff(before, aggregatesOf(e)); diff != "" {
 				t.Errorf("the snapshot was not restored (-before +after):\n%s", diff)
 			}
-			e.pl.inFlight.Wait()
-			if diff := cmp.Diff(tt.wantVictims, sets.List(deletedPods(e))); diff != "" {
-				t.Errorf("deleted (-want +got):\n%s", diff)
-			}
+			checkDeleted(t, e, tt.wantVictims)
 		})
 	}
 }
