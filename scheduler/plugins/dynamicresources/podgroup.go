@@ -5,17 +5,30 @@ import (
 	"errors"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/schedprofiles/profile-scheduler/scheduler/framework"
 )
 
-// podGroupStateData is the plugin's state in a pod-group cycle: each pod's
-// stateData, as its last PreFilter in the cycle left it, so that
-// PodGroupPostFilter can do for the group what PostFilter does for one pod.
-// The group's cycle state holds it by pointer, and only the synchronous
-// pod-group cycle uses it, one pod at a time: it needs no lock.
+// podGroupStateData is the plugin's state in a pod-group cycle. The
+// group's cycle state holds it by pointer, and only the synchronous
+// pod-group cycle uses it, one pod at a time: it needs no lock. A pod
+// leaves the cycle before its binding cycle, so PreBind, and Unreserve
+// after a failed binding, never see it.
 type podGroupStateData struct {
+	// pendingAllocations are the claims whose allocation a pod's Reserve
+	// made in this cycle and that are still in flight, each with the UIDs
+	// of the pods sharing it. A later pod of the cycle that shares such a
+	// claim reuses the allocation instead of waiting for PreBind to write
+	// it, which for a gang would never come. The DRA manager still counts
+	// the sharers of an in-flight allocation across cycles; pods outside
+	// this cycle keep waiting for it.
+	pendingAllocations map[types.UID]sets.Set[types.UID]
+
+	// podsStateData is each pod's stateData, as its last PreFilter in the
+	// cycle left it, so that PodGroupPostFilter can do for the group what
+	// PostFilter does for one pod.
 	podsStateData map[types.NamespacedName]*stateData
 }
 
@@ -42,15 +55,22 @@ func getPodGroupStateDataFromPodGroupCycleState(pgState framework.PodGroupCycleS
 	return s, nil
 }
 
-// getOrCreatePodGroupStateData returns the plugin's state in the pod-group
-// cycle the pod is placed in, made by the group's first pod; nil when the
-// pod is not placed in one.
+// getPodGroupStateData returns the plugin's state in the pod-group cycle
+// the pod is placed in; nil when the pod is not placed in one.
+func getPodGroupStateData(cs *framework.CycleState) (*podGroupStateData, error) {
+	return getPodGroupStateDataFromPodGroupCycleState(cs.GetPodGroupSchedulingCycle())
+}
+
+// getOrCreatePodGroupStateData is getPodGroupStateData for PreFilter: the
+// group's first pod makes the state.
 func getOrCreatePodGroupStateData(cs *framework.CycleState) (*podGroupStateData, error) {
-	podGroupCycleState := cs.GetPodGroupSchedulingCycle()
-	podGroupState, err := getPodGroupStateDataFromPodGroupCycleState(podGroupCycleState)
+	podGroupState, err := getPodGroupStateData(cs)
 	if errors.Is(err, framework.ErrNotFound) {
-		podGroupState = &podGroupStateData{podsStateData: make(map[types.NamespacedName]*stateData)}
-		podGroupCycleState.Write(stateKey, podGroupState)
+		podGroupState = &podGroupStateData{
+			pendingAllocations: make(map[types.UID]sets.Set[types.UID]),
+			podsStateData:      make(map[types.NamespacedName]*stateData),
+		}
+		cs.GetPodGroupSchedulingCycle().Write(stateKey, podGroupState)
 		return podGroupState, nil
 	}
 	return podGroupState, err

@@ -9,6 +9,8 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 
@@ -178,6 +180,171 @@ func TestPodGroupPostFilter(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantDeallocated, deallocated); diff != "" {
 				t.Errorf("deallocated claims (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPodGroupSharedClaim: a claim not allocated yet that pods of one
+// pod-group cycle share gets one allocation, made by the first pod's
+// Reserve and reused by the cycle's later pods, until the last of them is
+// unreserved; pods alone or in another cycle wait for it, as upstream.
+func TestPodGroupSharedClaim(t *testing.T) {
+	// Only node-1 has devices: gpu-0, then gpu-1.
+	nodes := []*v1.Node{node("node-1"), node("node-2")}
+	noDevice := status(framework.UnschedulableAndUnresolvable, "cannot allocate all claims")
+	elsewhere := status(framework.UnschedulableAndUnresolvable, "resourceclaim not available on the node")
+	inFlight := status(framework.UnschedulableAndUnresolvable, "resource claim default/gpu is in the process of being allocated")
+	fits := map[string]*framework.Status{"node-1": nil, "node-2": noDevice}
+	reuses := map[string]*framework.Status{"node-1": nil, "node-2": elsewhere}
+	waits := map[string]*framework.Status{"node-1": inFlight, "node-2": inFlight}
+
+	// step schedules pod in the pod-group cycle named cycle ("" for none)
+	// and reserves it on node-1 when it fits there, or, with unreserve,
+	// unreserves the pod an earlier step reserved.
+	type step struct {
+		pod       *v1.Pod
+		cycle     string
+		unreserve bool
+		want      map[string]*framework.Status
+	}
+	a, b, c := podWithClaim("a", "gpu"), podWithClaim("b", "gpu"), podWithClaim("c", "gpu")
+	tests := []struct {
+		name  string
+		steps []step
+		// wantInFlight is the device of each claim's in-flight
+		// allocation at the end, "" for none.
+		wantInFlight map[string]string
+		// wantShared are, by cycle, the pods sharing each claim's
+		// in-flight allocation.
+		wantShared map[string]map[types.UID][]types.UID
+	}{
+		{
+			name: "the cycle's later pods reuse the first pod's allocation",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				{pod: b, cycle: "g", want: reuses},
+				{pod: c, cycle: "g", want: reuses},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": ""},
+			wantShared:   map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"a-uid", "b-uid", "c-uid"}}},
+		},
+		{
+			name: "a pod alone waits for the allocation",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				{pod: b, want: waits},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": ""},
+			wantShared:   map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"a-uid"}}},
+		},
+		{
+			name: "a pod of another pod-group cycle waits for the allocation",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				{pod: b, cycle: "h", want: waits},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": ""},
+			wantShared:   map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"a-uid"}}, "h": {}},
+		},
+		{
+			name: "the allocation stays while a pod shares it",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				{pod: b, cycle: "g", want: reuses},
+				{pod: a, cycle: "g", unreserve: true},
+				{pod: c, cycle: "g", want: reuses},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": ""},
+			// Unreserve leaves the set as it is while the allocation
+			// stays, as upstream.
+			wantShared: map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"a-uid", "b-uid", "c-uid"}}},
+		},
+		{
+			name: "released by the last pod sharing it, the claim is allocated anew",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				{pod: b, cycle: "g", want: reuses},
+				{pod: b, cycle: "g", unreserve: true},
+				{pod: a, cycle: "g", unreserve: true},
+				{pod: c, cycle: "g", want: fits},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": ""},
+			wantShared:   map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"c-uid"}}},
+		},
+		{
+			name: "a pod with a claim of its own besides gets both allocations right",
+			steps: []step{
+				{pod: a, cycle: "g", want: fits},
+				// node-2 has no device for gpu-b, which the allocator
+				// finds before the other claim's node selector.
+				{pod: podWithClaim("b", "gpu", "gpu-b"), cycle: "g", want: fits},
+			},
+			wantInFlight: map[string]string{"gpu": "gpu-0", "gpu-b": "gpu-1"},
+			wantShared:   map[string]map[types.UID][]types.UID{"g": {"gpu-uid": {"a-uid", "b-uid"}, "gpu-b-uid": {"b-uid"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nodes, class(className), claim("gpu", 1), claim("gpu-b", 1), slice("node-1", "gpu-0", "gpu-1"))
+			ctx := t.Context()
+			cycles := map[string]*framework.CycleState{}
+			states := map[string]*framework.CycleState{}
+			for i, step := range tt.steps {
+				if step.unreserve {
+					e.fwk.RunReservePluginsUnreserve(ctx, states[step.pod.Name], step.pod, "node-1")
+					continue
+				}
+				state := framework.NewCycleState()
+				if step.cycle != "" {
+					if cycles[step.cycle] == nil {
+						cycles[step.cycle] = framework.NewCycleState()
+					}
+					state.SetPodGroupSchedulingCycle(cycles[step.cycle])
+				}
+				got := map[string]*framework.Status{}
+				_, s, _ := e.fwk.RunPreFilterPlugins(ctx, state, step.pod)
+				for _, n := range nodes {
+					if s.IsSuccess() {
+						ni, _ := e.snapshot.NodeInfos().Get(n.Name)
+						got[n.Name] = e.fwk.RunFilterPlugins(ctx, state, step.pod, ni)
+					} else {
+						got[n.Name] = s
+					}
+				}
+				if diff := cmp.Diff(step.want, got); diff != "" {
+					t.Fatalf("step %d, pod %s: PreFilter and Filter (-want +got):\n%s", i, step.pod.Name, diff)
+				}
+				if got["node-1"].IsSuccess() {
+					if s := e.fwk.RunReservePluginsReserve(ctx, state, step.pod, "node-1"); !s.IsSuccess() {
+						t.Fatalf("step %d, pod %s: Reserve: %v", i, step.pod.Name, s)
+					}
+					states[step.pod.Name] = state
+				}
+			}
+			gotInFlight := map[string]string{}
+			for name := range tt.wantInFlight {
+				gotInFlight[name] = ""
+				if alloc := e.manager.ResourceClaims().GetPendingAllocation(types.UID(name + "-uid")); alloc != nil {
+					gotInFlight[name] = alloc.Devices.Results[0].Device
+				}
+			}
+			if diff := cmp.Diff(tt.wantInFlight, gotInFlight); diff != "" {
+				t.Errorf("in-flight allocations (-want +got):\n%s", diff)
+			}
+			gotShared := map[string]map[types.UID][]types.UID{}
+			for name, cycle := range cycles {
+				pgState, err := getPodGroupStateDataFromPodGroupCycleState(cycle)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotShared[name] = map[types.UID][]types.UID{}
+				for uid, pods := range pgState.pendingAllocations {
+					gotShared[name][uid] = sets.List(pods)
+				}
+			}
+			if diff := cmp.Diff(tt.wantShared, gotShared); diff != "" {
+				t.Errorf("allocations shared in the pod-group cycles (-want +got):\n%s", diff)
 			}
 		})
 	}
