@@ -119,20 +119,31 @@ func (p *placementScores) info(msg string, kv ...any) {
 	case placementScoreMessage:
 		p.lines = append(p.lines, fmt.Sprintf("%v=%v", placement, score))
 	case podGroupCycleMessage:
-		p.cycles[fmt.Sprint(group)] = &groupCycle{started: true}
+		p.cycles[fmt.Sprint(group)] = &groupCycle{}
 	case assumePlacementMessage:
-		if c != nil && c.started {
-			c.started, c.firstPlacement = false, fmt.Sprint(placement)
+		if c == nil {
+			break
+		}
+		// A pass tries each placement once: a placement tried again
+		// starts the next pass, the preemption's trial.
+		if name := fmt.Sprint(placement); c.pass == nil || c.pass[name] {
+			c.firstPlacements = append(c.firstPlacements, name)
+			c.pass = map[string]bool{name: true}
+		} else {
+			c.pass[name] = true
 		}
 	}
 }
 
 // groupCycle is what a pod-group cycle tried, as its log shows.
 type groupCycle struct {
-	// firstPlacement is the placement it tried first, whose failure it
-	// reports when no placement fits; started says it has tried none yet.
-	firstPlacement string
-	started        bool
+	// firstPlacements are the placements each pass over the placements
+	// tried first, whose failure the pass reports when none fits: the
+	// cycle's own pass, then that of pod-group preemption's trial, which
+	// runs the group's algorithm again with the victims gone. pass holds
+	// the placements the latest pass tried.
+	firstPlacements []string
+	pass            map[string]bool
 }
 
 // take returns the scores logged since the last call and what the
