@@ -191,30 +191,51 @@ type unitResult struct {
 // preempting group retries after its backoff.
 const unitSettleTimeout = 8 * time.Second
 
-// settle waits until s has settled every pod of u and its actions have
-// been quiet for a while.
+// settle waits until s has settled every pod of u, written u's PodGroup
+// condition, and its actions have been quiet for a while: both for
+// groupQuiet and for quietPolls polls in a row, so that a machine too
+// loaded to run the process's goroutines for a while does not pass for
+// a quiet scheduler. When the queue has backed off a pod or pod group
+// that was not tried again yet, it also waits for one retry and quiet
+// again: pods found unschedulable while an event came in are tried again
+// after their backoff, a second without a sound, and may then fare
+// otherwise (say, preempt), and which attempt the harness read would
+// depend on timing. One retry is enough: a group that fails again for
+// good keeps being retried.
 func settle(s *groupSide, u groupUnit) error {
 	deadline := time.Now().Add(unitSettleTimeout)
-	last, quietSince := -1, time.Now()
+	last, quietSince, quietPolled := -1, time.Now(), 0
+	retriedBefore := -1
 	for time.Now().Before(deadline) {
 		n := s.activity()
 		if n != last {
-			last, quietSince = n, time.Now()
+			last, quietSince, quietPolled = n, time.Now(), 0
 		}
-		ok, err := s.settled(u.pods)
+		quietPolled++
+		ok, err := s.settled(u.pods, u.group)
 		if err != nil {
 			return err
 		}
 		// Activity is read again: the harness's own goroutine may have
 		// been off the CPU since it was read above, while the scheduler
 		// went on.
-		if ok && time.Since(quietSince) > *groupQuiet && s.activity() == last {
-			return nil
+		if ok && time.Since(quietSince) > *groupQuiet && quietPolled > quietPolls && s.activity() == last {
+			pending, retried := s.scores.retryPending()
+			switch {
+			case retriedBefore < 0 && pending:
+				retriedBefore = retried
+			case retriedBefore < 0 || !pending || retried > retriedBefore:
+				return nil
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
 }
+
+// quietPolls is how many of settle's polls, 10 ms apart, must see no
+// activity.
+const quietPolls = 15
 
 func observe(s *groupSide, u groupUnit, deletedBefore int) (*unitResult, error) {
 	res := &unitResult{Nodes: map[string]string{}, Nominated: map[string]string{}, Unschedulable: map[string]string{}}
