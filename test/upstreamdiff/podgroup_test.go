@@ -188,8 +188,10 @@ type unitResult struct {
 }
 
 // unitSettleTimeout bounds how long a unit may take on one side: a
-// preempting group retries after its backoff.
-const unitSettleTimeout = 8 * time.Second
+// preempting group retries after its backoff, and on a machine loaded
+// far beyond its cores a unit whose victims go has taken over 8 s. A
+// settled unit does not wait for it.
+const unitSettleTimeout = 30 * time.Second
 
 // settle waits until s has settled every pod of u, written u's PodGroup
 // condition, and its actions have been quiet for a while: both for
@@ -268,7 +270,9 @@ func observe(s *groupSide, u groupUnit, deletedBefore int) (*unitResult, error) 
 			}
 		}
 	}
-	res.Victims = slices.Sorted(slices.Values(s.deletions.list()[deletedBefore:]))
+	// A victim a preemption evicts again, when the scheduler's cache
+	// had not seen it go yet, is one victim.
+	res.Victims = slices.Compact(slices.Sorted(slices.Values(s.deletions.list()[deletedBefore:])))
 	// Logged in the order of a map's iteration on both sides.
 	key := ""
 	if u.group != nil {
