@@ -99,9 +99,10 @@ type Plugins struct {
 	// PodGroupPodsCount, when the operator runs with the point's gate.
 	// Elsewhere, as upstream with its default gates, a plugin upstream
 	// implements there (NodeResourcesFit at placementScore,
-	// DefaultPreemption at podGroupPostFilter) is accepted and does nothing,
-	// so a pasted 1.37 profile loads unchanged; any other plugin is refused,
-	// naming what the point needs, and pods are scheduled one at a time.
+	// DynamicResources and DefaultPreemption at podGroupPostFilter) is
+	// accepted and does nothing, so a pasted 1.37 profile loads unchanged;
+	// any other plugin is refused, naming what the point needs, and pods
+	// are scheduled one at a time.
 	// +optional
 	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
 	// +optional

@@ -97,6 +97,12 @@ type Handle interface {
 	// factories run, so a factory can build its plugin with upstream's
 	// GenericWorkload behaviour exactly in such instances.
 	WorkloadAware() bool
+	// HasPlacementPlugins reports whether any PlacementGenerate or
+	// PlacementScore plugin is configured: the instance places pod groups
+	// by placement, as upstream does for every group with the
+	// TopologyAwareWorkloadScheduling gate on. Known once the instance is
+	// built, after the factories ran.
+	HasPlacementPlugins() bool
 
 	// ListPlugins returns the plugins that run at each extension point, in
 	// order, with weights at Score: the resolved form of the profile. It is
@@ -174,11 +180,6 @@ type Framework interface {
 	HasPostFilterPlugins() bool
 	// HasScorePlugins reports whether any Score plugin is configured.
 	HasScorePlugins() bool
-	// HasPlacementPlugins reports whether any PlacementGenerate or
-	// PlacementScore plugin is configured: the instance places pod groups
-	// by placement, as upstream does for every group with the
-	// TopologyAwareWorkloadScheduling gate on.
-	HasPlacementPlugins() bool
 	// PercentageOfNodesToScore returns the profile's value, or nil.
 	PercentageOfNodesToScore() *int32
 	// NumFeasibleNodesToFind applies percentageOfNodesToScore (profile,

@@ -115,9 +115,8 @@ type podGroupPoint struct {
 	extensionPoint
 	gate string
 	// upstream lists the plugins of this project that upstream 1.37.2
-	// implements the point with, besides the workload plugins (it also
-	// has DynamicResources at PodGroupPostFilter): what an inert point
-	// accepts.
+	// implements the point with, besides the workload plugins: what an
+	// inert point accepts.
 	upstream sets.Set[string]
 }
 
@@ -133,7 +132,7 @@ var podGroupPoints = []podGroupPoint{
 	{extensionPoint{PodGroupPostFilter, func(p *configv1.Plugins) *configv1.PluginSet { return &p.PodGroupPostFilter }, implements[framework.PodGroupPostFilterPlugin],
 		func(f *frameworkImpl, p framework.Plugin) {
 			f.podGroupPostFilterPlugins = append(f.podGroupPostFilterPlugins, p.(framework.PodGroupPostFilterPlugin))
-		}}, GenericWorkloadGate, sets.New("DefaultPreemption")},
+		}}, GenericWorkloadGate, sets.New("DynamicResources", "DefaultPreemption")},
 }
 
 // activePoints returns the extension points built for a profile: the
@@ -154,8 +153,8 @@ func activePoints(g WorkloadGates, workloadAware bool) []extensionPoint {
 // which resolves it as any other point. Elsewhere it accepts what
 // upstream 1.37.2 accepts there with its default gates, where it is inert:
 // a plugin that implements the point. A pasted 1.37 profile, such as the
-// expanded default one listing DefaultPreemption under
-// podGroupPostFilter, thus loads unchanged and behaves as upstream. Any
+// expanded default one listing DynamicResources and DefaultPreemption
+// under podGroupPostFilter, thus loads unchanged and behaves as upstream. Any
 // other plugin, which upstream refuses as not extending the point, is
 // refused naming what the point needs.
 func checkPodGroupPoints(p *configv1.Plugins, r Registry, g WorkloadGates, workloadAware bool) error {

@@ -22,6 +22,7 @@ func TestWorkloadGates(t *testing.T) {
 		"PodGroupPodsCount":          &scorePlugin{name: "PodGroupPodsCount"},
 		"DeferredPodScheduling":      &filterOnly{name: "DeferredPodScheduling"},
 		"DefaultPreemption":          &filterOnly{name: "DefaultPreemption"},
+		"DynamicResources":           &filterOnly{name: "DynamicResources"},
 	}
 	off := WorkloadGates{}
 	generic := WorkloadGates{GenericWorkload: true}
@@ -88,7 +89,7 @@ func TestWorkloadGates(t *testing.T) {
 			want: &ConfigError{ExtensionPoint: "PlacementScore", Plugin: "PodGroupPodsCount",
 				Reason: "kube-scheduler 1.37.2 uses this plugin only with the TopologyAwareWorkloadScheduling feature gate, off by default; profile-scheduler refuses it rather than load it inert"},
 		},
-		{name: "what upstream runs at a pod-group point stays accepted, inert", gates: both, plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DefaultPreemption")}},
+		{name: "what upstream runs at a pod-group point stays accepted, inert", gates: both, plugins: &configv1.Plugins{PodGroupPostFilter: enabled("DynamicResources", "DefaultPreemption")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

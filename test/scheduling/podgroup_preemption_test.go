@@ -31,7 +31,7 @@ var _ = Describe("Pod-group preemption", func() {
 		DeferCleanup(func(ctx SpecContext) { cleanUp(ctx, ns) })
 		low, high = newPriorityClass(ctx, "gang-low-"+ns, 1), newPriorityClass(ctx, "gang-high-"+ns, 100)
 		fwk := publishGangProfile(ctx, profileName)
-		Expect(pluginNames(fwk.ListPlugins().PodGroupPostFilter.Enabled)).To(Equal([]string{"DefaultPreemption"}))
+		Expect(pluginNames(fwk.ListPlugins().PodGroupPostFilter.Enabled)).To(Equal([]string{"DynamicResources", "DefaultPreemption"}))
 	})
 
 	// placed creates a low-priority pod bound to node, asking for 1 CPU,
@@ -183,9 +183,10 @@ var _ = Describe("Pod-group preemption", func() {
 			HaveField("Type", schedulingv1beta1.PodGroupInitiallyScheduled),
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", schedulingv1beta1.PodGroupReasonUnschedulable),
-			// Without the lower-priority pods, two members fit and the
-			// third does not.
-			HaveField("Message", cannot+", pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"))))
+			// DynamicResources, first at podGroupPostFilter, had no claim
+			// to free; without the lower-priority pods, two members fit
+			// and the third does not.
+			HaveField("Message", cannot+", deallocation and deletion of ResourceClaims completed, pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining"))))
 		Consistently(deleted(ctx, lows...)).WithTimeout(3 * time.Second).Should(BeEmpty())
 		Consistently(membersOf(ctx, members...)).WithTimeout(time.Second).Should(HaveEach(placement{}))
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,15 @@ const (
 	assumePlacementMessage = "Assuming placement in snapshot"
 )
 
+// podCycleMessage starts a single pod's cycle, at V(3), and
+// queueMoveMessage is part of every message, at V(3) or V(5), that says
+// the queue moved a pod or a pod group ("entity"): its "queue" says where
+// to, "Backoff" upstream, "backoff" ours.
+const (
+	podCycleMessage  = "Attempting to schedule pod"
+	queueMoveMessage = "moved to an internal scheduling queue"
+)
+
 // placementScores is a log sink that keeps the placements' final scores
 // (placementGenerate's placements, as placementScore scored them), what
 // each group's latest pod-group cycle tried, and a count of the messages;
@@ -70,6 +80,12 @@ type placementScores struct {
 	// cycles are the latest pod-group cycle of each group, by
 	// namespace/name.
 	cycles map[string]*groupCycle
+	// backedOff are the pods and pod groups, by namespace/name, that the
+	// queue moved to its backoff queue since their last cycle, with when:
+	// they are tried again once their backoff ends. retried counts the
+	// cycles that tried one of them again.
+	backedOff map[string]time.Time
+	retried   int
 	// kv are the logger's values, on a sink WithValues made; root is
 	// the sink they were made from, which keeps what is logged.
 	kv   []any
@@ -103,7 +119,7 @@ func (p *placementScores) info(msg string, kv ...any) {
 	p.messages++
 	// Upstream names the group in the call, ours in the logger's
 	// values: kv holds both, the call's last.
-	var group, placement, score any
+	var group, placement, score, pod, entity, queue any
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch kv[i] {
 		case "podGroup":
@@ -112,27 +128,58 @@ func (p *placementScores) info(msg string, kv ...any) {
 			placement = kv[i+1]
 		case "score":
 			score = kv[i+1]
+		case "pod":
+			pod = kv[i+1]
+		case "entity":
+			entity = kv[i+1]
+		case "queue":
+			queue = kv[i+1]
 		}
+	}
+	if strings.Contains(msg, queueMoveMessage) && strings.EqualFold(fmt.Sprint(queue), "backoff") {
+		moved := entity
+		switch {
+		case moved != nil:
+		case strings.HasPrefix(msg, "Pod group "):
+			moved = group
+		default:
+			moved = pod
+		}
+		p.backedOff[fmt.Sprint(moved)] = time.Now()
 	}
 	c := p.cycles[fmt.Sprint(group)]
 	switch msg {
+	case podCycleMessage:
+		p.retry(fmt.Sprint(pod))
 	case placementScoreMessage:
 		p.lines = append(p.lines, fmt.Sprintf("%v=%v", placement, score))
 	case podGroupCycleMessage:
-		p.cycles[fmt.Sprint(group)] = &groupCycle{started: true}
+		p.cycles[fmt.Sprint(group)] = &groupCycle{}
+		p.retry(fmt.Sprint(group))
 	case assumePlacementMessage:
-		if c != nil && c.started {
-			c.started, c.firstPlacement = false, fmt.Sprint(placement)
+		if c == nil {
+			break
+		}
+		// A pass tries each placement once: a placement tried again
+		// starts the next pass, the preemption's trial.
+		if name := fmt.Sprint(placement); c.pass == nil || c.pass[name] {
+			c.firstPlacements = append(c.firstPlacements, name)
+			c.pass = map[string]bool{name: true}
+		} else {
+			c.pass[name] = true
 		}
 	}
 }
 
 // groupCycle is what a pod-group cycle tried, as its log shows.
 type groupCycle struct {
-	// firstPlacement is the placement it tried first, whose failure it
-	// reports when no placement fits; started says it has tried none yet.
-	firstPlacement string
-	started        bool
+	// firstPlacements are the placements each pass over the placements
+	// tried first, whose failure the pass reports when none fits: the
+	// cycle's own pass, then that of pod-group preemption's trial, which
+	// runs the group's algorithm again with the victims gone. pass holds
+	// the placements the latest pass tried.
+	firstPlacements []string
+	pass            map[string]bool
 }
 
 // take returns the scores logged since the last call and what the
@@ -147,6 +194,29 @@ func (p *placementScores) take(key string) ([]string, groupCycle) {
 		return scores, groupCycle{}
 	}
 	return scores, *c
+}
+
+// retry records a cycle of the pod or pod group ref. Callers hold mu.
+func (p *placementScores) retry(ref string) {
+	if _, ok := p.backedOff[ref]; ok {
+		delete(p.backedOff, ref)
+		p.retried++
+	}
+}
+
+// retryPending reports whether a pod or pod group the queue moved to its
+// backoff queue has not been tried again yet, and how many such retries
+// there were so far. One not tried within twice its backoff is not waited
+// for: it may have been bound or deleted meanwhile.
+func (p *placementScores) retryPending() (bool, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, at := range p.backedOff {
+		if time.Since(at) < 2*groupBackoff {
+			return true, p.retried
+		}
+	}
+	return false, p.retried
 }
 
 // messageCount is how many messages the scheduler logged.
@@ -208,7 +278,7 @@ const groupBackoff = time.Second
 // 1), so that nodes with equal scores are ranked in the same order on
 // both sides.
 func newUpstreamGroupSide(ctx context.Context, objs []k8sruntime.Object) (*groupSide, error) {
-	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}}, done: make(chan struct{})}
+	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}, backedOff: map[string]time.Time{}}, done: make(chan struct{})}
 	s.client = newGroupClient(objs, s)
 	ctx, s.cancel = context.WithCancel(klog.NewContext(ctx, logr.New(s.scores)))
 	factory := upstreamscheduler.NewInformerFactory(s.client, 0, nil)
@@ -251,7 +321,7 @@ func workloadProfile() *configv1.KubeSchedulerProfile {
 // newOursGroupSide starts profile-scheduler's scheduler with both
 // workload gates on, serving workloadProfile.
 func newOursGroupSide(ctx context.Context, objs []k8sruntime.Object) (*groupSide, error) {
-	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}}, done: make(chan struct{})}
+	s := &groupSide{scores: &placementScores{cycles: map[string]*groupCycle{}, backedOff: map[string]time.Time{}}, done: make(chan struct{})}
 	s.client = newGroupClient(objs, s)
 	ctx, s.cancel = context.WithCancel(klog.NewContext(ctx, logr.New(s.scores)))
 	sched, err := scheduler.New(ctx, s.client, plugins.NewInTreeRegistry(),
@@ -348,8 +418,21 @@ func (s *groupSide) podGroup(namespace, name string) (*schedulingv1beta1.PodGrou
 
 // settled reports whether every one of pods is bound, or was found
 // unschedulable and nominated nowhere (a nominated pod waits for its
-// victims to go and is tried again).
-func (s *groupSide) settled(pods []*v1.Pod) (bool, error) {
+// victims to go and is tried again), and their PodGroup group, if any,
+// has the condition its pod-group cycle writes, off the loop on both
+// sides.
+func (s *groupSide) settled(pods []*v1.Pod, group *schedulingv1beta1.PodGroup) (bool, error) {
+	if group != nil {
+		pg, err := s.podGroup(group.Namespace, group.Name)
+		if err != nil {
+			return false, err
+		}
+		if !slices.ContainsFunc(pg.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type == schedulingv1beta1.PodGroupInitiallyScheduled
+		}) {
+			return false, nil
+		}
+	}
 	for _, p := range pods {
 		cur, err := s.pod(p.Namespace, p.Name)
 		if err != nil {

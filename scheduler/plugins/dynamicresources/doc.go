@@ -17,7 +17,9 @@
 //     claim is in use by others ("resourceclaim in use"), whose claim is
 //     being allocated for another pod, or whose request names a missing
 //     DeviceClass, and builds the allocator over the ResourceSlices (with
-//     DeviceTaintRules applied) and the devices in use.
+//     DeviceTaintRules applied) and the devices in use. In a pod-group
+//     cycle, a pod sharing a claim whose allocation an earlier pod of
+//     the cycle made in Reserve reuses that allocation (podgroup.go).
 //   - Filter checks allocated claims' node selectors and binding
 //     conditions, gives the special claim the node's device requests for
 //     the extended resources not allocatable there, and allocates the
@@ -29,8 +31,11 @@
 //     earlier alternatives.
 //   - Reserve records the node's allocations as in flight in the shared
 //     DRA manager, so the next cycles count their devices as taken;
-//     Unreserve releases them, removes the pod from reservedFor and
-//     deletes a special claim PreBind created.
+//     Unreserve releases them (an allocation pods of a pod-group cycle
+//     share, once the last of them is released), removes the pod from
+//     reservedFor and deletes a special claim PreBind created.
+//   - PodGroupPostFilter does for each pod of a group the pod-group cycle
+//     could not place what PostFilter does for a pod alone.
 //   - PreBind creates the special claim, writes the allocation and the
 //     pod in reservedFor to the claims' status, records the special claim
 //     in pod.status.extendedResourceClaimStatus, assumes the written

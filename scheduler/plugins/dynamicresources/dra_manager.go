@@ -203,7 +203,11 @@ func (l *deviceClassLister) List() ([]*resourceapi.DeviceClass, error) {
 // process of being allocated"), which avoids this problem: pod A triggers
 // allocation of claim X; pod B, sharing X, is scheduled because X is
 // assumed allocated; B's PreBind runs first and fails to add itself to
-// reservedFor because X is not really allocated yet.
+// reservedFor because X is not really allocated yet. Pods of one
+// pod-group cycle are the exception: they share the in-flight allocation,
+// PreBind writes it for the first of them to get there, and the
+// allocation stays in flight until every one of them was unreserved, so
+// that a failed PreBind of one does not free devices another still holds.
 type claimTracker struct {
 	cache *ClaimCache
 	// inFlightMutex guards inFlightAllocations.
@@ -214,9 +218,8 @@ type claimTracker struct {
 }
 
 // inFlightAllocation is an allocation decided in Reserve and not written
-// yet. sharers counts the pods using it; pods are scheduled one at a time
-// here (upstream shares in-flight allocations only within a pod group's
-// cycle, behind GenericWorkload, off by default), so it stays 1.
+// yet. sharers counts the pods of a pod-group cycle using it; it is 1 for
+// a pod alone.
 type inFlightAllocation struct {
 	claim   *resourceapi.ResourceClaim
 	sharers int

@@ -126,14 +126,15 @@ type dynamicResources struct {
 }
 
 var (
-	_ framework.PreEnqueuePlugin  = (*dynamicResources)(nil)
-	_ framework.PreFilterPlugin   = (*dynamicResources)(nil)
-	_ framework.FilterPlugin      = (*dynamicResources)(nil)
-	_ framework.PostFilterPlugin  = (*dynamicResources)(nil)
-	_ framework.ScorePlugin       = (*dynamicResources)(nil)
-	_ framework.ReservePlugin     = (*dynamicResources)(nil)
-	_ framework.PreBindPlugin     = (*dynamicResources)(nil)
-	_ framework.EnqueueExtensions = (*dynamicResources)(nil)
+	_ framework.PreEnqueuePlugin         = (*dynamicResources)(nil)
+	_ framework.PreFilterPlugin          = (*dynamicResources)(nil)
+	_ framework.FilterPlugin             = (*dynamicResources)(nil)
+	_ framework.PostFilterPlugin         = (*dynamicResources)(nil)
+	_ framework.PodGroupPostFilterPlugin = (*dynamicResources)(nil)
+	_ framework.ScorePlugin              = (*dynamicResources)(nil)
+	_ framework.ReservePlugin            = (*dynamicResources)(nil)
+	_ framework.PreBindPlugin            = (*dynamicResources)(nil)
+	_ framework.EnqueueExtensions        = (*dynamicResources)(nil)
 )
 
 // New builds the plugin from *configv1.DynamicResourcesArgs, defaulted by
@@ -212,7 +213,8 @@ func (pl *dynamicResources) PreEnqueue(ctx context.Context, pod *v1.Pod) *framew
 }
 
 // PreFilter reads the pod's claims, refuses pods whose claims are in use
-// by others, in flight or ask for a missing class, and sets up the
+// by others, in flight (unless an earlier pod of the same pod-group cycle
+// made the allocation) or ask for a missing class, and sets up the
 // allocator for the claims to allocate. Pods without claims skip the
 // plugin.
 func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
@@ -222,6 +224,16 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 	// extension points; it is filled below if we get that far.
 	s := &stateData{nodeAllocations: make(map[string]nodeAllocation)}
 	state.Write(stateKey, s)
+
+	// In a pod-group cycle, the group's state keeps each pod's, for
+	// PodGroupPostFilter, and the allocations its pods share.
+	podGroupState, err := getOrCreatePodGroupStateData(state)
+	if err != nil {
+		return nil, statusError(logger, err)
+	}
+	if podGroupState != nil {
+		podGroupState.podsStateData[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = s
+	}
 
 	userClaims, err := pl.podResourceClaims(pod)
 	if err != nil {
@@ -256,6 +268,27 @@ func (pl *dynamicResources) PreFilter(ctx context.Context, state *framework.Cycl
 			continue
 		}
 		numClaimsToAllocate++
+
+		// A gang is bound once all its pods got through Reserve, but a
+		// claim's allocation is only written in PreBind: a pod sharing a
+		// claim whose allocation an earlier pod of the same pod-group
+		// cycle made in Reserve takes that allocation rather than wait.
+		// It is not input to the allocator, but still counts as a claim
+		// to allocate, so that PreBind writes it if this pod comes first.
+		// Only the cycle's own pods share it, as upstream: pods of other
+		// cycles, or alone, wait below.
+		if podGroupState != nil && podGroupState.pendingAllocations[claim.UID] != nil {
+			if pendingAllocation := pl.draManager.ResourceClaims().GetPendingAllocation(claim.UID); pendingAllocation != nil {
+				s.informationsForClaim[index].allocation = pendingAllocation
+				nodeSelector, err := nodeSelectorFromAllocation(pendingAllocation)
+				if err != nil {
+					return nil, statusError(logger, err)
+				}
+				s.informationsForClaim[index].availableOnNodes = nodeSelector
+				logger.V(5).Info("reusing pending allocation", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "uid", claim.UID, "allocation", klog.Format(pendingAllocation))
+				continue
+			}
+		}
 
 		// Allocation in flight? Better wait for that to finish, see
 		// claimTracker.
@@ -430,10 +463,20 @@ func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState
 			allocCtx = c
 		}
 
-		// The special claim is replaced with the node's variant.
+		// The special claim is replaced with the node's variant. A claim
+		// whose allocation an earlier pod of the pod-group cycle made
+		// keeps it (its node selector was checked above).
 		claimsToAllocate := make([]*resourceapi.ResourceClaim, 0, state.claims.len())
+		// pending has, for each claim to allocate in order, the
+		// allocation it reuses, or nil.
+		var pending []*resourceapi.AllocationResult
 		extendedResourceClaim := state.claims.extendedResourceClaim()
-		for _, claim := range state.claims.toAllocate() {
+		for index, claim := range state.claims.toAllocate() {
+			pendingAlloc := state.informationsForClaim[index].allocation
+			pending = append(pending, pendingAlloc)
+			if pendingAlloc != nil {
+				continue
+			}
 			if claim == extendedResourceClaim && nodeExtendedResourceClaim != nil {
 				claim = nodeExtendedResourceClaim
 			}
@@ -460,7 +503,20 @@ func (pl *dynamicResources) Filter(ctx context.Context, cs *framework.CycleState
 		if len(allocationResult) != len(claimsToAllocate) {
 			return statusUnschedulable(logger, "cannot allocate all claims", "pod", klog.KObj(pod), "node", klog.KObj(node), "resourceclaims", klog.KObjSlice(claimsToAllocate))
 		}
-		allocations = allocationResult
+		// Reserve and Score take the allocations in the order of the
+		// claims to allocate. Upstream appends the reused ones after the
+		// new ones instead, which gives a pod with both kinds each
+		// claim's allocation to another claim; with one kind only, the
+		// order is the same.
+		allocations = make([]resourceapi.AllocationResult, 0, len(pending))
+		for _, pendingAlloc := range pending {
+			if pendingAlloc != nil {
+				allocations = append(allocations, *pendingAlloc)
+				continue
+			}
+			allocations = append(allocations, allocationResult[0])
+			allocationResult = allocationResult[1:]
+		}
 	}
 
 	if state.allocator == nil && len(unavailableClaims) == 0 {
@@ -499,6 +555,16 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
 
+	return nil, pl.deallocateOrDeletePodClaims(ctx, pod, state)
+}
+
+// deallocateOrDeletePodClaims deallocates one of the pod's claims that
+// were unavailable on some node and that no other pod uses, or else
+// deletes the special claim of a previous cycle. PodGroupPostFilter runs
+// it for each pod of a group.
+func (pl *dynamicResources) deallocateOrDeletePodClaims(ctx context.Context, pod *v1.Pod, state *stateData) *framework.Status {
+	logger := klog.FromContext(ctx)
+
 	// Iterating over a map is random. This is intentional here, we want to
 	// pick one claim randomly because there is no better heuristic.
 	extendedResourceClaim := state.claims.extendedResourceClaim()
@@ -518,20 +584,20 @@ func (pl *dynamicResources) PostFilter(ctx context.Context, cs *framework.CycleS
 			claim.Status.Devices = nil
 			logger.V(5).Info("Deallocation of ResourceClaim", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
 			if _, err := pl.clientset.ResourceV1().ResourceClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-				return nil, statusError(logger, err)
+				return statusError(logger, err)
 			}
-			return nil, framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
+			return framework.NewStatus(framework.Unschedulable, "deallocation of ResourceClaim completed")
 		}
 	}
 	// A special claim from a previous cycle, which Filter refused: delete
 	// it so that the next attempt starts anew.
 	if extendedResourceClaim != nil && !isSpecialClaimName(extendedResourceClaim.Name) {
 		if err := pl.deleteClaim(ctx, extendedResourceClaim.DeepCopy()); err != nil {
-			return nil, statusError(logger, err)
+			return statusError(logger, err)
 		}
-		return nil, framework.NewStatus(framework.Unschedulable, "deletion of ResourceClaim completed")
+		return framework.NewStatus(framework.Unschedulable, "deletion of ResourceClaim completed")
 	}
-	return nil, framework.NewStatus(framework.Unschedulable)
+	return framework.NewStatus(framework.Unschedulable)
 }
 
 // Score favours nodes where the claims' prioritized lists (firstAvailable)
@@ -607,7 +673,8 @@ func (pl *dynamicResources) NormalizeScore(_ context.Context, _ *framework.Cycle
 
 // Reserve records the allocations Filter found on the chosen node as in
 // flight, so that the following cycles count their devices as taken and
-// pods sharing a claim wait for it. Allocated claims are not reserved
+// pods sharing a claim wait for it, except the later pods of the same
+// pod-group cycle, which reuse it. Allocated claims are not reserved
 // for the pod here: PreBind adds the pod to reservedFor, and if that
 // fails another pod was faster and this one is tried again.
 func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
@@ -644,6 +711,12 @@ func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleStat
 		return statusError(logger, fmt.Errorf("internal error, have %d allocations, %d claims to allocate, want %d claims", len(allocations.allocationResults), numClaimsToAllocate, numClaimsToAllocate))
 	}
 
+	// In a pod-group cycle, the later pods of the cycle sharing a claim
+	// reuse the allocation made here (see PreFilter).
+	podGroupState, err := getPodGroupStateData(cs)
+	if err != nil {
+		return statusError(logger, err)
+	}
 	allocIndex := 0
 	for index, claim := range state.claims.toAllocate() {
 		allocation := &allocations.allocationResults[allocIndex]
@@ -666,6 +739,12 @@ func (pl *dynamicResources) Reserve(ctx context.Context, cs *framework.CycleStat
 			return statusError(logger, fmt.Errorf("internal error, couldn't signal allocation for claim %s: %w", claim.Name, err))
 		}
 		logger.V(5).Info("Reserved resource in allocation result", "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(allocation))
+		if podGroupState != nil {
+			if _, ok := podGroupState.pendingAllocations[claim.UID]; !ok {
+				podGroupState.pendingAllocations[claim.UID] = sets.New[types.UID]()
+			}
+			podGroupState.pendingAllocations[claim.UID].Insert(pod.UID)
+		}
 	}
 	return nil
 }
@@ -678,15 +757,25 @@ func (pl *dynamicResources) Unreserve(ctx context.Context, cs *framework.CycleSt
 	if err != nil || state.claims.empty() {
 		return
 	}
+	podGroupState, err := getPodGroupStateData(cs)
+	if err != nil {
+		return
+	}
 	logger := klog.FromContext(ctx)
 
 	for _, claim := range state.claims.allUserClaims() {
 		// If the allocation was in flight, forget it and what the claim
 		// cache shows for the claim: the written status, if any, comes
-		// back through the informer.
+		// back through the informer. An allocation shared by several pods
+		// of a pod-group cycle stays in flight until the last of them is
+		// unreserved or bound; then the cycle's later pods no longer
+		// share it, and allocate the claim anew.
 		if deleted := pl.draManager.ResourceClaims().MaybeRemoveClaimPendingAllocation(claim.UID, false); deleted {
 			logger.V(5).Info("Released resource in allocation result", "claim", klog.KObj(claim), "uid", claim.UID, "resourceVersion", claim.ResourceVersion, "allocation", klog.Format(claim.Status.Allocation))
 			pl.draManager.ResourceClaims().AssumedClaimRestore(claim.Namespace, claim.Name)
+			if podGroupState != nil {
+				delete(podGroupState.pendingAllocations, claim.UID)
+			}
 		}
 
 		if claim.Status.Allocation != nil && resourceclaim.IsReservedForPod(pod, claim, false) {

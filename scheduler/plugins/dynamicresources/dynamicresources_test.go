@@ -3,6 +3,7 @@ package dynamicresources
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,13 @@ type env struct {
 
 func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 	t.Helper()
+	return newProfileEnv(t, nil, []configv1.Plugin{st.Plugin(Name, 2)}, nil, nodes, objs...)
+}
+
+// newProfileEnv is newEnv with the profile's plugins (multiPoint) and
+// options: the plugins of extra are registered besides DynamicResources.
+func newProfileEnv(t testing.TB, extra map[string]runtime.Factory, plugins []configv1.Plugin, opts []runtime.Option, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
 	// The fake client keeps resourceVersions; the API server bumps them on
@@ -73,10 +81,12 @@ func newEnv(t testing.TB, nodes []*v1.Node, objs ...k8sruntime.Object) *env {
 		t.Fatal("DRA manager did not sync")
 	}
 	snapshot := st.NewSnapshot(nil, nodes)
-	fwk := st.NewFramework(t, registry.New(map[string]runtime.Factory{Name: New}), st.PluginProfile(st.Plugin(Name, 2)), snapshot,
-		runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(m),
-		// PreBind records an event while it waits for binding conditions.
-		runtime.WithEventRecorder(&events.FakeRecorder{}))
+	factories := map[string]runtime.Factory{Name: New}
+	maps.Copy(factories, extra)
+	fwk := st.NewFramework(t, registry.New(factories), st.PluginProfile(plugins...), snapshot,
+		append([]runtime.Option{runtime.WithClientSet(client), runtime.WithInformerFactory(f), runtime.WithSharedDRAManager(m),
+			// PreBind records an event while it waits for binding conditions.
+			runtime.WithEventRecorder(&events.FakeRecorder{})}, opts...)...)
 	return &env{client: client, manager: m, fwk: fwk, snapshot: snapshot}
 }
 

@@ -75,7 +75,8 @@ type gangScheduling struct {
 	// admitted holds, per group, the members this plugin let go from
 	// Permit that are still assumed: they count toward minCount until they
 	// are bound (then they count as assigned) or forgotten. An assumed
-	// member not in it has not passed Permit yet, or waits there.
+	// member not in it has not passed Permit yet, or waits there; one in
+	// it that waits there again was forgotten and is tried anew.
 	admitted map[framework.EntityKey]sets.Set[types.UID]
 }
 
@@ -304,11 +305,22 @@ func (pl *gangScheduling) gang(key framework.EntityKey, podGroupState framework.
 		delete(pl.admitted, key)
 	}
 	for uid := range assumed {
-		if admitted.Has(uid) {
-			g.counted++
-			continue
-		}
 		wp := pl.handle.GetWaitingPod(uid)
+		if admitted.Has(uid) {
+			if wp == nil {
+				g.counted++
+				continue
+			}
+			if held, _ := wp.HeldBy(Name); !held {
+				g.counted++
+				continue
+			}
+			// Let go before, its binding failed (DynamicResources'
+			// PreBind does when a sibling wrote their shared claim's
+			// allocation first), and it waits here again before
+			// anything saw it forgotten: a new attempt.
+			admitted.Delete(uid)
+		}
 		if wp == nil {
 			// Assumed and not past Permit yet, or assumed by another
 			// profile: it counts once it passes.

@@ -645,3 +645,36 @@ func TestPreEnqueueRecordsWaitingForPods(t *testing.T) {
 		})
 	}
 }
+
+// TestGangMemberBackAfterFailedBinding: a member the gang let go whose
+// binding failed, and that is back at Permit before anything saw it
+// forgotten, is let go again once the gang's quorum still holds.
+func TestGangMemberBackAfterFailedBinding(t *testing.T) {
+	pg := st.MakePodGroup().Namespace("ns1").Name("pg1").MinCount(3).Obj()
+	member := func(name string) *v1.Pod {
+		return st.MakePod().Namespace("ns1").Name(name).UID(name).PodGroupName("pg1").Obj()
+	}
+	pods := []*v1.Pod{member("p1"), member("p2"), member("p3")}
+	ctx := t.Context()
+	podGroups := st.NewPodGroups([]*schedulingv1beta1.PodGroup{pg}, pods)
+	fwk := newFramework(t, podGroups, runtime.WithPodActivator(&podActivator{}))
+
+	var got []*framework.Status
+	for _, p := range pods {
+		podGroups.Assume(p, "some-node")
+		got = append(got, fwk.RunPermitPlugins(ctx, framework.NewCycleState(), p, "some-node"))
+	}
+	for _, p := range pods[:2] {
+		got = append(got, fwk.WaitOnPermit(ctx, p))
+	}
+	// p3's PreBind fails: it is forgotten, then tried again.
+	podGroups.Forget(pods[2])
+	podGroups.Assume(pods[2], "some-node")
+	got = append(got, fwk.RunPermitPlugins(ctx, framework.NewCycleState(), pods[2], "some-node"))
+
+	wait := framework.NewStatus(framework.Wait, "waiting for minCount pods from a gang to be scheduled", "one or more plugins asked to wait and no plugin rejected pod")
+	want := []*framework.Status{wait, wait, nil, nil, nil, nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Permit of p1, p2, p3, WaitOnPermit of p1, p2, Permit of p3 again (-want +got):\n%s", diff)
+	}
+}

@@ -127,6 +127,20 @@ func (g *PodGroups) Assume(pod *v1.Pod, nodeName string) {
 	s.assumed.Insert(pod.UID)
 }
 
+// Forget marks pod, assumed before, unscheduled again, as the cache does
+// for a pod whose binding failed.
+func (g *PodGroups) Forget(pod *v1.Pod) {
+	name, ok := framework.PodGroupNameOf(pod)
+	if !ok {
+		return
+	}
+	s := g.state(framework.PodGroupKey(pod.Namespace, name))
+	unscheduled := pod.DeepCopy()
+	unscheduled.Spec.NodeName = ""
+	s.pods[pod.UID] = unscheduled
+	s.assumed.Delete(pod.UID)
+}
+
 // PodGroupStates returns the groups' pod states.
 func (g *PodGroups) PodGroupStates() framework.PodGroupStateLister { return podGroupStateLister{g} }
 
