@@ -513,11 +513,13 @@ func TestDefaultPreemptionGenericWorkload(t *testing.T) {
 		wantMessage    string
 	}{
 		{
-			name:           "a profile enabling GangScheduling with the gate on",
-			profile:        st.MultiPointProfile(st.Plugin("GangScheduling", 0)),
-			gates:          on,
-			wantAware:      true,
-			wantPostFilter: []string{"DefaultPreemption"},
+			name:      "a profile enabling GangScheduling with the gate on",
+			profile:   st.MultiPointProfile(st.Plugin("GangScheduling", 0)),
+			gates:     on,
+			wantAware: true,
+			// As upstream's default plugins: DynamicResources frees the
+			// claims of a group that did not fit, before preemption.
+			wantPostFilter: []string{"DynamicResources", "DefaultPreemption"},
 			wantMessage:    "pod group preemption: No preemption victims found for incoming preemptor",
 		},
 		{
