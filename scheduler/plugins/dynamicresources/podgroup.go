@@ -94,7 +94,13 @@ func (pl *dynamicResources) PodGroupPostFilter(ctx context.Context, state framew
 	}
 
 	podGroupState, err := getPodGroupStateDataFromPodGroupCycleState(state)
-	if err != nil {
+	switch {
+	case errors.Is(err, framework.ErrNotFound):
+		// No pod of the group ran PreFilter in this cycle (all of them
+		// wait at Permit from an earlier one): no claim of theirs was
+		// touched in it, so there is nothing to free.
+		podGroupState = nil
+	case err != nil:
 		return nil, statusError(logger, err)
 	}
 	// This mimics running PostFilter for each of the group's pods.
